@@ -1,0 +1,223 @@
+//! The command line: `klaud <mode> [flags]`. Every flag is also read from
+//! `KLAUD_<FLAG_IN_UPPER_SNAKE>`; a flag on the command line wins over its variable.
+//!
+//! Values are parsed into typed data here; what they mean is decided by the modes.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::core::install::parse_attempts;
+
+/// Documented exit codes, shown by `--help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  step done (including \"nothing to do\" and reported deferrals)
+  1  the step could not do its job (e.g. GitHub unavailable, install failed after every attempt)
+  2  bad input (unknown mode, malformed config or flag value), found before any write";
+
+/// klaud: the control plane for autonomous agent sweeps. Each invocation runs one bounded step.
+#[derive(Debug, Parser)]
+#[command(
+    name = "klaud",
+    version,
+    after_help = EXIT_CODES_HELP,
+    propagate_version = true,
+    disable_help_subcommand = true,
+    subcommand_help_heading = "Modes",
+    subcommand_value_name = "MODE"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+/// Flags every mode accepts.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Common options")]
+pub struct CommonArgs {
+    /// Configuration file [default: .github/klaud.yml; a missing file means all defaults]
+    #[arg(long, global = true, env = "KLAUD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Work directory for JSON result files [default: $RUNNER_TEMP/klaud]
+    #[arg(long, global = true, env = "KLAUD_DIRECTORY", value_name = "DIR")]
+    pub directory: Option<PathBuf>,
+
+    /// Compute and print the plan, write nothing to GitHub (true or false)
+    #[arg(
+        long,
+        global = true,
+        env = "KLAUD_DRY_RUN",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_parser = parse_bool
+    )]
+    pub dry_run: Option<bool>,
+
+    /// Default cooldown in days for outcomes without their own (fractions allowed) [default: 1]
+    #[arg(long, global = true, env = "KLAUD_COOLDOWN_DAYS", value_name = "DAYS", value_parser = parse_days, allow_negative_numbers = true)]
+    pub cooldown_days: Option<f64>,
+
+    /// Cap on concurrent sessions across all passes [default: 5]
+    #[arg(long, global = true, env = "KLAUD_MAX_CANDIDATES", value_name = "N", value_parser = parse_positive, allow_negative_numbers = true)]
+    pub max_candidates: Option<u32>,
+
+    /// Token for the bot's identity [default: $GITHUB_TOKEN]; masked at start-up
+    #[arg(
+        long,
+        global = true,
+        env = "KLAUD_GITHUB_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub github_token: Option<String>,
+}
+
+/// One bounded step.
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Install the pinned agent CLI from npm into a private prefix and check its version
+    InstallCli(InstallCliArgs),
+}
+
+impl Mode {
+    /// The names of every mode, for error messages.
+    pub fn names() -> Vec<String> {
+        use clap::CommandFactory;
+        Cli::command()
+            .get_subcommands()
+            .map(|command| command.get_name().to_string())
+            .collect()
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct InstallCliArgs {
+    /// npm package of the CLI
+    #[arg(
+        long,
+        env = "KLAUD_CLI_PACKAGE",
+        value_name = "PACKAGE",
+        default_value = "@anthropic-ai/claude-code"
+    )]
+    pub cli_package: String,
+
+    /// Exact version to install, e.g. 2.1.282 (required: there is no silent "latest")
+    #[arg(long, env = "KLAUD_CLI_VERSION", value_name = "VERSION")]
+    pub cli_version: Option<String>,
+
+    /// Attempts, each from a wiped prefix (a whole number of at least 1)
+    #[arg(long, env = "KLAUD_CLI_ATTEMPTS", value_name = "N", default_value = "2", value_parser = parse_attempts, allow_negative_numbers = true)]
+    pub cli_attempts: u32,
+
+    /// Seconds one attempt's `npm install` may take before it is killed
+    #[arg(long, env = "KLAUD_CLI_TIMEOUT", value_name = "SECONDS", default_value = "300", value_parser = parse_positive_u64)]
+    pub cli_timeout: u64,
+
+    /// Executable to check when the package declares several [default: the package's only one]
+    #[arg(long, env = "KLAUD_CLI_BIN", value_name = "NAME")]
+    pub cli_bin: Option<String>,
+
+    /// The npm program
+    #[arg(long, env = "KLAUD_NPM", value_name = "PROGRAM", default_value = "npm")]
+    pub npm: String,
+}
+
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        other => Err(format!("'{other}' is not true or false")),
+    }
+}
+
+fn parse_days(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(days) if days.is_finite() && days >= 0.0 => Ok(days),
+        _ => Err(format!(
+            "'{}' is not a number of days of at least 0",
+            text.trim()
+        )),
+    }
+}
+
+fn parse_positive(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(value) if value >= 1 => Ok(value),
+        _ => Err(format!(
+            "'{}' is not a whole number of at least 1",
+            text.trim()
+        )),
+    }
+}
+
+fn parse_positive_u64(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(value) if value >= 1 => Ok(value),
+        _ => Err(format!(
+            "'{}' is not a whole number of at least 1",
+            text.trim()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn environment_name(flag: &str) -> String {
+        format!("KLAUD_{}", flag.replace('-', "_").to_ascii_uppercase())
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_of_every_mode_is_also_an_environment_variable() {
+        let command = Cli::command();
+        let mut commands = vec![&command];
+        commands.extend(command.get_subcommands());
+        for command in commands {
+            for argument in command.get_arguments() {
+                let Some(flag) = argument.get_long() else {
+                    continue;
+                };
+                if matches!(flag, "help" | "version") {
+                    continue;
+                }
+                let variable = argument
+                    .get_env()
+                    .map(|name| name.to_string_lossy().into_owned());
+                assert_eq!(
+                    variable,
+                    Some(environment_name(flag)),
+                    "--{flag} of {}",
+                    command.get_name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_are_validated_at_parse_time() {
+        assert!(parse_days("0.5").is_ok());
+        assert!(parse_days("-1").is_err());
+        assert!(parse_days("NaN").is_err());
+        assert!(parse_positive("0").is_err());
+        assert!(parse_positive("5").is_ok());
+        assert!(parse_bool("maybe").is_err());
+        assert_eq!(parse_bool("TRUE"), Ok(true));
+    }
+
+    #[test]
+    fn the_modes_are_listed_by_name() {
+        assert_eq!(Mode::names(), ["install-cli"]);
+    }
+}

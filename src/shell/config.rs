@@ -1,0 +1,430 @@
+//! The repository profile in `.github/klaud.yml`: names, prefixes, labels, workflow files, the
+//! producer command and per-outcome cooldowns. Every key is optional and defaults to the
+//! InferenceX profile (contract §1–§4); an unknown key is bad input naming the key.
+//!
+//! YAML is read with `serde_yaml_ng`, a maintained fork of the archived `serde_yaml` with the
+//! same API (`serde_yml`, the other fork, had soundness problems and is unmaintained).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::core::outcome::{DefaultCooldown, Outcome};
+
+/// `.github/klaud.yml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+#[schemars(title = "klaud configuration")]
+pub struct Config {
+    /// Login that authors the agent's commits and pull requests; ownership tests use it.
+    pub bot: String,
+    /// Candidate branches are `<branch-prefix><candidate id>`.
+    pub branch_prefix: String,
+    /// Orphan branch holding `ledger.json`.
+    pub state_branch: String,
+    /// Workflow files and job names klaud looks for.
+    pub workflows: WorkflowNames,
+    /// Label names klaud reads (handoff) and writes (sweep and status labels).
+    pub labels: LabelNames,
+    /// Glob patterns (`*` matches any run of characters) of legacy lock refs under `refs/heads/`.
+    pub legacy_lock_refs: Vec<String>,
+    /// Cooldown in days per outcome name, overriding the contract's defaults. `closed-by-maintainer`
+    /// holds the whole family; `handoff` has no cooldown (it is held while its PR is open).
+    pub cooldowns: BTreeMap<String, f64>,
+    /// The program that produced the published baselines.
+    pub producer: ProducerSettings,
+    /// Optional gate deciding which candidate targets can run now.
+    pub capacity: CapacitySettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WorkflowNames {
+    /// The planner workflow file (dispatched by `wake`).
+    pub planner: String,
+    /// Name of the planner job running one candidate; `{id}` is the candidate id.
+    pub planner_job: String,
+    /// The workflow file of one candidate session.
+    pub candidate: String,
+    /// The smoke-test workflow file.
+    pub smoke: String,
+    /// The sweep workflow file.
+    pub sweep: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LabelNames {
+    /// A PR with this label belongs to maintainers: klaud never mutates it again.
+    pub handoff: String,
+    /// Labels that start sweeps; removed when a session is cleaned up.
+    pub sweep: Vec<String>,
+    /// Display-only status labels.
+    pub status: StatusLabelNames,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StatusLabelNames {
+    pub in_progress: String,
+    pub parked: String,
+    pub finished: String,
+    pub infra: String,
+    pub incompatible: String,
+    pub error: String,
+    /// Shown for `duplicate`, `retired` and `already-updated`.
+    pub retired: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProducerSettings {
+    /// Paths tried in order inside the checkout of the producer head.
+    pub entrypoints: Vec<String>,
+    /// Program that runs the entrypoint.
+    pub interpreter: String,
+    /// Flag appended after the candidate's arguments to skip evaluation rows.
+    pub no_evals_flag: String,
+    /// Seconds one producer run may take before it is killed.
+    pub timeout_seconds: u64,
+    /// Extra environment variables passed to the producer (besides PATH, HOME, LANG, TMPDIR).
+    pub pass_env: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CapacitySettings {
+    /// Command (argv) given the candidates' targets as JSON on stdin; prints the eligible
+    /// targets as a JSON array.
+    pub command: Option<Vec<String>>,
+    /// Seconds the command may take.
+    pub timeout_seconds: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bot: "Klaud-Cold".into(),
+            branch_prefix: "klaud/auto-".into(),
+            state_branch: "klaud/state".into(),
+            workflows: WorkflowNames::default(),
+            labels: LabelNames::default(),
+            legacy_lock_refs: vec!["klaud/recovery-*".into(), "klaud/claim-*".into()],
+            cooldowns: BTreeMap::new(),
+            producer: ProducerSettings::default(),
+            capacity: CapacitySettings::default(),
+        }
+    }
+}
+
+impl Default for WorkflowNames {
+    fn default() -> Self {
+        WorkflowNames {
+            planner: "klaud-plan.yml".into(),
+            planner_job: "Run candidate {id}".into(),
+            candidate: "klaud-candidate.yml".into(),
+            smoke: "e2e-tests.yml".into(),
+            sweep: "run-sweep.yml".into(),
+        }
+    }
+}
+
+impl Default for LabelNames {
+    fn default() -> Self {
+        LabelNames {
+            handoff: "klaud-handoff".into(),
+            sweep: vec!["full-sweep-fail-fast".into(), "full-sweep-enabled".into()],
+            status: StatusLabelNames::default(),
+        }
+    }
+}
+
+impl Default for StatusLabelNames {
+    fn default() -> Self {
+        StatusLabelNames {
+            in_progress: "klaud-in-progress".into(),
+            parked: "klaud-parked".into(),
+            finished: "klaud-finished".into(),
+            infra: "klaud-infra".into(),
+            incompatible: "klaud-incompatible".into(),
+            error: "klaud-error".into(),
+            retired: "klaud-retired".into(),
+        }
+    }
+}
+
+impl Default for ProducerSettings {
+    fn default() -> Self {
+        ProducerSettings {
+            entrypoints: vec![
+                "utils/matrix_logic/generate_sweep_configs.py".into(),
+                "utils/matrix-logic/generate_sweep_configs.py".into(),
+            ],
+            interpreter: "python3".into(),
+            no_evals_flag: "--no-evals".into(),
+            timeout_seconds: 300,
+            pass_env: Vec::new(),
+        }
+    }
+}
+
+/// A configuration problem: `key` is the dotted path of the offending key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+/// Where the configuration came from, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    File,
+    MissingFileDefaults,
+}
+
+/// Reads the configuration at `path`; a missing file means all defaults.
+pub fn load_config(path: &Path) -> Result<(Config, ConfigSource), ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_config(&text).map(|config| (config, ConfigSource::File)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok((Config::default(), ConfigSource::MissingFileDefaults))
+        }
+        Err(error) => Err(ConfigError {
+            key: "config".into(),
+            message: format!("cannot read {}: {error}", path.display()),
+        }),
+    }
+}
+
+/// Parses and validates configuration text. An empty document means all defaults.
+pub fn parse_config(text: &str) -> Result<Config, ConfigError> {
+    let document: Option<Config> = serde_yaml_ng::from_str(text).map_err(describe_yaml_error)?;
+    let config = document.unwrap_or_default();
+    validate(&config)?;
+    Ok(config)
+}
+
+fn describe_yaml_error(error: serde_yaml_ng::Error) -> ConfigError {
+    let text = error.to_string();
+    // serde names the key as "unknown field `x`" and prefixes the path of its parent ("labels.status: ").
+    let key = unknown_field_path(&text).unwrap_or_else(|| "config".to_string());
+    ConfigError { key, message: text }
+}
+
+fn unknown_field_path(message: &str) -> Option<String> {
+    let start = message.find("unknown field `")?;
+    let rest = &message[start + "unknown field `".len()..];
+    let field = &rest[..rest.find('`')?];
+    let parent = message[..start]
+        .trim_end()
+        .strip_suffix(':')
+        .map(str::trim)
+        .filter(|parent| !parent.is_empty() && !parent.contains(' '));
+    Some(match parent {
+        Some(parent) => format!("{parent}.{field}"),
+        None => field.to_string(),
+    })
+}
+
+fn validate(config: &Config) -> Result<(), ConfigError> {
+    let non_empty = [
+        ("bot", &config.bot),
+        ("branch-prefix", &config.branch_prefix),
+        ("state-branch", &config.state_branch),
+        ("workflows.planner", &config.workflows.planner),
+        ("workflows.planner-job", &config.workflows.planner_job),
+        ("workflows.candidate", &config.workflows.candidate),
+        ("workflows.smoke", &config.workflows.smoke),
+        ("workflows.sweep", &config.workflows.sweep),
+        ("labels.handoff", &config.labels.handoff),
+        ("producer.interpreter", &config.producer.interpreter),
+    ];
+    for (key, value) in non_empty {
+        if value.trim().is_empty() {
+            return Err(invalid(key, "must not be empty"));
+        }
+    }
+    if !config.workflows.planner_job.contains("{id}") {
+        return Err(invalid(
+            "workflows.planner-job",
+            "must contain {id}, the place of the candidate id",
+        ));
+    }
+    if config.producer.entrypoints.is_empty() {
+        return Err(invalid("producer.entrypoints", "needs at least one path"));
+    }
+    if config.producer.timeout_seconds == 0 {
+        return Err(invalid("producer.timeout-seconds", "must be at least 1"));
+    }
+    if config.legacy_lock_refs.iter().any(|p| p.trim().is_empty()) {
+        return Err(invalid("legacy-lock-refs", "patterns must not be empty"));
+    }
+    if config.legacy_lock_refs.iter().any(|p| {
+        p.trim_end_matches('*').is_empty()
+            || config.branch_prefix.starts_with(p.trim_end_matches('*'))
+    }) {
+        return Err(invalid(
+            "legacy-lock-refs",
+            "a pattern must not match every branch or the candidate branches",
+        ));
+    }
+    if let Some(command) = &config.capacity.command
+        && command
+            .first()
+            .is_none_or(|program| program.trim().is_empty())
+    {
+        return Err(invalid(
+            "capacity.command",
+            "needs a program as its first element",
+        ));
+    }
+    for (name, days) in &config.cooldowns {
+        let key = format!("cooldowns.{name}");
+        let Some(outcome) = Outcome::parse(name) else {
+            return Err(invalid(&key, &format!("'{name}' is not an outcome")));
+        };
+        if outcome.default_cooldown() == DefaultCooldown::WhilePullRequestOpen {
+            return Err(invalid(
+                &key,
+                "handoff has no cooldown: it is held while its pull request is open",
+            ));
+        }
+        if !days.is_finite() || *days < 0.0 {
+            return Err(invalid(&key, "must be a number of days of at least 0"));
+        }
+    }
+    Ok(())
+}
+
+fn invalid(key: &str, message: &str) -> ConfigError {
+    ConfigError {
+        key: key.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// The published JSON Schema of the configuration file.
+pub fn config_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Config)).expect("schema serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_document_is_the_inferencex_profile() {
+        let config = parse_config("").unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.bot, "Klaud-Cold");
+        assert_eq!(config.branch_prefix, "klaud/auto-");
+        assert_eq!(config.state_branch, "klaud/state");
+        assert_eq!(config.workflows.planner_job, "Run candidate {id}");
+        assert_eq!(config.workflows.smoke, "e2e-tests.yml");
+        assert_eq!(config.workflows.sweep, "run-sweep.yml");
+        assert_eq!(config.labels.handoff, "klaud-handoff");
+        assert_eq!(
+            config.labels.sweep,
+            ["full-sweep-fail-fast", "full-sweep-enabled"]
+        );
+        assert_eq!(
+            config.legacy_lock_refs,
+            ["klaud/recovery-*", "klaud/claim-*"]
+        );
+        assert_eq!(config.producer.no_evals_flag, "--no-evals");
+    }
+
+    #[test]
+    fn a_comment_only_document_is_the_defaults() {
+        assert_eq!(parse_config("# nothing yet\n").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn given_keys_override_and_the_rest_keep_defaults() {
+        let config = parse_config(
+            "bot: acme-bot\nlabels:\n  status:\n    error: bot-error\ncooldowns:\n  failed: 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(config.bot, "acme-bot");
+        assert_eq!(config.labels.status.error, "bot-error");
+        assert_eq!(config.labels.status.finished, "klaud-finished");
+        assert_eq!(config.labels.handoff, "klaud-handoff");
+        assert_eq!(config.cooldowns["failed"], 2.5);
+    }
+
+    #[test]
+    fn an_unknown_top_level_key_is_named() {
+        let error = parse_config("bots: x\n").unwrap_err();
+        assert_eq!(error.key, "bots");
+        assert!(
+            error.message.contains("unknown field `bots`"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn an_unknown_nested_key_is_named_with_its_path() {
+        let error = parse_config("labels:\n  status:\n    eror: x\n").unwrap_err();
+        assert_eq!(error.key, "labels.status.eror", "{}", error.message);
+    }
+
+    #[test]
+    fn a_cooldown_for_an_unknown_outcome_is_rejected() {
+        let error = parse_config("cooldowns:\n  succeeded: 1\n").unwrap_err();
+        assert_eq!(error.key, "cooldowns.succeeded");
+    }
+
+    #[test]
+    fn negative_or_handoff_cooldowns_are_rejected() {
+        assert_eq!(
+            parse_config("cooldowns:\n  failed: -1\n").unwrap_err().key,
+            "cooldowns.failed"
+        );
+        assert_eq!(
+            parse_config("cooldowns:\n  handoff: 1\n").unwrap_err().key,
+            "cooldowns.handoff"
+        );
+    }
+
+    #[test]
+    fn a_planner_job_pattern_needs_the_id() {
+        let error = parse_config("workflows:\n  planner-job: Run candidate\n").unwrap_err();
+        assert_eq!(error.key, "workflows.planner-job");
+    }
+
+    #[test]
+    fn a_lock_pattern_that_would_match_candidate_branches_is_rejected() {
+        let error = parse_config("legacy-lock-refs: ['klaud/*']\n").unwrap_err();
+        assert_eq!(error.key, "legacy-lock-refs");
+        let error = parse_config("legacy-lock-refs: ['*']\n").unwrap_err();
+        assert_eq!(error.key, "legacy-lock-refs");
+    }
+
+    #[test]
+    fn a_wrongly_typed_value_is_bad_input() {
+        let error = parse_config("producer:\n  timeout-seconds: soon\n").unwrap_err();
+        assert!(
+            error.message.contains("timeout-seconds"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_missing_file_means_defaults() {
+        let directory = tempfile::tempdir().unwrap();
+        let (config, source) = load_config(&directory.path().join("klaud.yml")).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(source, ConfigSource::MissingFileDefaults);
+    }
+
+    #[test]
+    fn the_schema_forbids_unknown_keys() {
+        let schema = config_schema();
+        assert_eq!(schema["additionalProperties"], serde_json::json!(false));
+        assert!(schema["properties"]["branch-prefix"].is_object());
+    }
+}

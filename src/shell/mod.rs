@@ -1,0 +1,144 @@
+//! The imperative shell: command line, configuration, environment, outputs and one module per
+//! mode. It turns arguments into a finished step and an exit code.
+
+pub mod cli;
+pub mod config;
+pub mod environment;
+pub mod error;
+pub mod modes;
+pub mod outputs;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Parser;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use cli::{Cli, Mode};
+use config::{ConfigSource, load_config};
+use environment::Environment;
+use error::{EXIT_BAD_INPUT, EXIT_DONE, StepError};
+use modes::StepContext;
+use outputs::Reporter;
+
+/// The default configuration path, relative to the working directory.
+pub const DEFAULT_CONFIG_PATH: &str = ".github/klaud.yml";
+
+/// Runs one step from command-line arguments and returns the process exit code.
+pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
+    let reporter = Reporter::new(&environment);
+    let cli = match Cli::try_parse_from(arguments) {
+        Ok(cli) => cli,
+        Err(error) => return report_parse_error(&error, &reporter),
+    };
+    let token = cli
+        .common
+        .github_token
+        .clone()
+        .filter(|token| !token.is_empty())
+        .or_else(|| environment.github_token.clone());
+    if let Some(token) = &token {
+        reporter.mask(token);
+    }
+
+    let context = match build_context(&cli, environment, reporter.clone(), token) {
+        Ok(context) => context,
+        Err(error) => return fail(&reporter, &error),
+    };
+    let result = match &cli.mode {
+        Mode::InstallCli(arguments) => modes::install_cli::run(&context, arguments).await,
+    };
+    match result {
+        Ok(()) => EXIT_DONE,
+        Err(error) => fail(&reporter, &error),
+    }
+}
+
+fn build_context(
+    cli: &Cli,
+    environment: Environment,
+    reporter: Reporter,
+    github_token: Option<String>,
+) -> Result<StepContext, StepError> {
+    let config_path = cli
+        .common
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
+    let (config, source) = load_config(&config_path)
+        .map_err(|error| StepError::bad_input(format!("config {}", error.key), error.message))?;
+    if source == ConfigSource::MissingFileDefaults {
+        reporter.info(&format!(
+            "no configuration file at {}: using the defaults",
+            config_path.display()
+        ));
+    }
+    let directory = cli
+        .common
+        .directory
+        .clone()
+        .unwrap_or_else(|| environment.default_directory());
+    Ok(StepContext {
+        reporter,
+        config,
+        directory,
+        dry_run: cli.common.dry_run.unwrap_or(false),
+        cooldown_days: cli.common.cooldown_days.unwrap_or(1.0),
+        max_candidates: cli.common.max_candidates.unwrap_or(5),
+        github_token,
+        environment,
+    })
+}
+
+fn fail(reporter: &Reporter, error: &StepError) -> u8 {
+    match error {
+        StepError::BadInput { field, message } => reporter.error(Some(field), message),
+        StepError::Failed(message) => reporter.error(None, message),
+    }
+    error.exit_code()
+}
+
+fn report_parse_error(error: &clap::Error, reporter: &Reporter) -> u8 {
+    let modes = Mode::names().join(", ");
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = error.print();
+            EXIT_DONE
+        }
+        ErrorKind::InvalidSubcommand => {
+            let name = match error.get(ContextKind::InvalidSubcommand) {
+                Some(ContextValue::String(name)) => name.clone(),
+                _ => String::new(),
+            };
+            reporter.error(
+                Some("mode"),
+                &format!("unknown mode '{name}'; modes: {modes}"),
+            );
+            EXIT_BAD_INPUT
+        }
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            reporter.error(Some("mode"), &format!("a mode is required; modes: {modes}"));
+            EXIT_BAD_INPUT
+        }
+        _ => {
+            let field = match error.get(ContextKind::InvalidArg) {
+                Some(ContextValue::String(argument)) => argument
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("argument")
+                    .trim_start_matches('-')
+                    .to_string(),
+                _ => "argument".to_string(),
+            };
+            let rendered = error.render().to_string();
+            let first_line = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            reporter.error(Some(&field), &first_line);
+            EXIT_BAD_INPUT
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
+
+pub mod install_cli;
+
+use std::path::PathBuf;
+
+use super::config::Config;
+use super::environment::Environment;
+use super::outputs::Reporter;
+
+/// What every mode receives: validated common inputs, the configuration and the reporter.
+#[derive(Debug)]
+pub struct StepContext {
+    pub environment: Environment,
+    pub reporter: Reporter,
+    pub config: Config,
+    /// Work directory for JSON result files.
+    pub directory: PathBuf,
+    /// Compute and print the plan, write nothing to GitHub.
+    pub dry_run: bool,
+    /// Default cooldown in days.
+    pub cooldown_days: f64,
+    /// Cap on concurrent sessions.
+    pub max_candidates: u32,
+    /// The bot's token (already masked), if any.
+    pub github_token: Option<String>,
+}
