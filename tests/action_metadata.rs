@@ -1,0 +1,164 @@
+//! action.yml is the public interface: every input must reach the binary through `env:`
+//! (GitHub's runner sets no `INPUT_*` for composite actions, so a missing mapping would silently
+//! drop an input), no `${{ }}` may appear inside `run:`, and every declared output must be one
+//! the binary writes.
+
+use std::collections::BTreeSet;
+
+use clap::CommandFactory;
+use klaud::shell::cli::Cli;
+use klaud::shell::modes::install_cli::InstallCliOutputs;
+use klaud::shell::outputs::output_pairs;
+use serde_yaml_ng::Value;
+
+/// Variables the run step sets that are not flags: the mode argument and the resolved binary.
+const NON_FLAG_VARIABLES: [&str; 2] = ["KLAUD_MODE", "KLAUD_EXECUTABLE"];
+
+fn action() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/action.yml"))
+        .expect("action.yml is readable");
+    serde_yaml_ng::from_str(&text).expect("action.yml is YAML")
+}
+
+fn steps(action: &Value) -> Vec<Value> {
+    action["runs"]["steps"]
+        .as_sequence()
+        .expect("composite steps")
+        .clone()
+}
+
+fn step(action: &Value, id: &str) -> Value {
+    steps(action)
+        .into_iter()
+        .find(|step| step["id"].as_str() == Some(id))
+        .unwrap_or_else(|| panic!("a step with id {id}"))
+}
+
+fn mapping_keys(value: &Value) -> Vec<String> {
+    value
+        .as_mapping()
+        .map(|mapping| {
+            mapping
+                .keys()
+                .map(|key| key.as_str().expect("string key").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn flag_variables() -> BTreeSet<String> {
+    let command = Cli::command();
+    let mut commands = vec![command.clone()];
+    commands.extend(command.get_subcommands().cloned());
+    commands
+        .iter()
+        .flat_map(|command| command.get_arguments().cloned().collect::<Vec<_>>())
+        .filter_map(|argument| {
+            argument
+                .get_env()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+fn variable_for(input: &str) -> String {
+    format!("KLAUD_{}", input.replace('-', "_").to_ascii_uppercase())
+}
+
+#[test]
+fn the_action_is_a_composite_with_branding() {
+    let action = action();
+    assert_eq!(action["runs"]["using"].as_str(), Some("composite"));
+    assert!(action["branding"]["icon"].is_string());
+    assert!(action["branding"]["color"].is_string());
+    assert!(action["description"].is_string());
+}
+
+#[test]
+fn every_input_reaches_the_binary_through_its_environment_variable() {
+    let action = action();
+    let run = step(&action, "run");
+    for input in mapping_keys(&action["inputs"]) {
+        let variable = variable_for(&input);
+        let value = run["env"][variable.as_str()]
+            .as_str()
+            .unwrap_or_else(|| panic!("input {input} is not mapped to {variable}"));
+        assert!(
+            value.contains(&format!("inputs.{input}")),
+            "{variable} does not carry inputs.{input}: {value}"
+        );
+    }
+}
+
+#[test]
+fn every_variable_the_run_step_sets_is_a_flag_of_the_binary() {
+    let action = action();
+    let flags = flag_variables();
+    for variable in mapping_keys(&step(&action, "run")["env"]) {
+        if NON_FLAG_VARIABLES.contains(&variable.as_str()) {
+            continue;
+        }
+        assert!(
+            flags.contains(&variable),
+            "{variable} is set by action.yml but no flag reads it"
+        );
+    }
+}
+
+#[test]
+fn no_expression_is_pasted_into_a_shell_script() {
+    for step in steps(&action()) {
+        if let Some(script) = step["run"].as_str() {
+            assert!(
+                !script.contains("${{"),
+                "step {:?} interpolates an expression into run:",
+                step["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn every_input_and_output_is_described() {
+    let action = action();
+    for section in ["inputs", "outputs"] {
+        for name in mapping_keys(&action[section]) {
+            let description = action[section][name.as_str()]["description"].as_str();
+            assert!(
+                description.is_some_and(|text| !text.trim().is_empty()),
+                "{section}.{name} has no description"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_declared_output_is_one_the_binary_writes() {
+    let action = action();
+    let sample = InstallCliOutputs {
+        cli_path: String::new(),
+        cli_version: String::new(),
+        attempts: 0,
+    };
+    let written: BTreeSet<String> = output_pairs(&sample)
+        .expect("outputs serialize")
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    for name in mapping_keys(&action["outputs"]) {
+        let value = action["outputs"][name.as_str()]["value"]
+            .as_str()
+            .expect("output value");
+        if value == format!("${{{{ steps.resolve.outputs.{name} }}}}") {
+            continue;
+        }
+        assert_eq!(value, format!("${{{{ steps.run.outputs.{name} }}}}"));
+        assert!(written.contains(&name), "output {name} is never written");
+    }
+    for name in &written {
+        assert!(
+            action["outputs"][name.as_str()].is_mapping(),
+            "the binary writes {name} but action.yml does not declare it"
+        );
+    }
+}
