@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use clap::CommandFactory;
 use klaud::shell::cli::Cli;
 use klaud::shell::modes::install_cli::InstallCliOutputs;
+use klaud::shell::modes::verify_baselines::VerifyBaselinesOutputs;
 use klaud::shell::outputs::output_pairs;
 use serde_yaml_ng::Value;
 
@@ -140,9 +141,16 @@ fn every_declared_output_is_one_the_binary_writes() {
         cli_version: String::new(),
         attempts: 0,
     };
+    let verify_baselines = VerifyBaselinesOutputs {
+        verified: Vec::new(),
+        deferred: Vec::new(),
+        producer_runs: 0,
+        deferred_reasons: Default::default(),
+    };
     let written: BTreeSet<String> = output_pairs(&sample)
         .expect("outputs serialize")
         .into_iter()
+        .chain(output_pairs(&verify_baselines).expect("outputs serialize"))
         .map(|(name, _)| name)
         .collect();
     for name in mapping_keys(&action["outputs"]) {

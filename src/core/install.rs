@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use semver::Version;
 
+use super::text::bounded;
+
 /// The first semantic version in a line of text, e.g. `2.1.282` in `2.1.282 (Claude Code)`.
 static VERSION_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -108,16 +110,6 @@ fn describe_exit(exit: Option<i32>) -> String {
         Some(code) => format!("exited with status {code}"),
         None => "was killed by a signal".to_string(),
     }
-}
-
-/// At most `limit` characters of `text`, marked when cut.
-pub fn bounded(text: &str, limit: usize) -> String {
-    if text.chars().count() <= limit {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(limit).collect();
-    cut.push('…');
-    cut
 }
 
 /// Reads `cli-attempts`: a whole number of at least 1.
@@ -238,11 +230,5 @@ mod tests {
                 "npm install exited with status 1: npm error 404 Not Found".into()
             )
         );
-    }
-
-    #[test]
-    fn bounded_cuts_long_text() {
-        assert_eq!(bounded("abcdef", 3), "abc…");
-        assert_eq!(bounded("abc", 3), "abc");
     }
 }

@@ -1,5 +1,10 @@
 //! The functional core: pure decisions from plain data. No IO, no clock, no environment, no
 //! async: what a mode needs (including "now") is passed in.
 
+pub mod baseline;
+pub mod candidate;
 pub mod install;
+pub mod ledger;
 pub mod outcome;
+pub mod policy;
+pub mod text;

@@ -223,6 +223,38 @@ impl StatusLabel {
     }
 }
 
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Reads public and legacy names, so documents written by the reference implementation load.
+impl<'de> serde::Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Outcome::parse(&name).ok_or_else(|| serde::de::Error::custom(UnknownOutcome { name }))
+    }
+}
+
+impl schemars::JsonSchema for Outcome {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Outcome".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Outcome::ALL
+            .iter()
+            .flat_map(|o| std::iter::once(o.name()).chain(o.legacy_names().iter().copied()))
+            .collect();
+        schemars::json_schema!({
+            "description": "An outcome name; legacy names are read back as their new names.",
+            "type": "string",
+            "enum": names,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +298,17 @@ mod tests {
         let error = "succeeded".parse::<Outcome>().unwrap_err();
         assert!(error.to_string().contains("unknown outcome 'succeeded'"));
         assert!(error.to_string().contains("closed-by-maintainer"));
+    }
+
+    #[test]
+    fn outcomes_serialize_by_name_and_read_legacy_names() {
+        assert_eq!(
+            serde_json::to_string(&Outcome::NoCapacity).unwrap(),
+            "\"no-capacity\""
+        );
+        let read: Outcome = serde_json::from_str("\"capacity-deferred\"").unwrap();
+        assert_eq!(read, Outcome::NoCapacity);
+        assert!(serde_json::from_str::<Outcome>("\"bogus\"").is_err());
     }
 
     #[test]

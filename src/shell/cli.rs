@@ -82,6 +82,8 @@ pub struct CommonArgs {
 pub enum Mode {
     /// Install the pinned agent CLI from npm into a private prefix and check its version
     InstallCli(InstallCliArgs),
+    /// Re-run each candidate's baseline producer once per head and match every published point
+    VerifyBaselines(VerifyBaselinesArgs),
 }
 
 impl Mode {
@@ -125,6 +127,17 @@ pub struct InstallCliArgs {
     /// The npm program
     #[arg(long, env = "KLAUD_NPM", value_name = "PROGRAM", default_value = "npm")]
     pub npm: String,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyBaselinesArgs {
+    /// Candidates file: a JSON array (or {"candidates": [...]}) of candidates (required)
+    #[arg(long, env = "KLAUD_CANDIDATES", value_name = "FILE")]
+    pub candidates: Option<PathBuf>,
+
+    /// Repository whose history holds the producer heads [default: $GITHUB_WORKSPACE]
+    #[arg(long, env = "KLAUD_REPO_PATH", value_name = "DIR")]
+    pub repo_path: Option<PathBuf>,
 }
 
 fn parse_bool(text: &str) -> Result<bool, String> {
@@ -218,6 +231,6 @@ mod tests {
 
     #[test]
     fn the_modes_are_listed_by_name() {
-        assert_eq!(Mode::names(), ["install-cli"]);
+        assert_eq!(Mode::names(), ["install-cli", "verify-baselines"]);
     }
 }

@@ -11,7 +11,8 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::core::outcome::{DefaultCooldown, Outcome};
+use crate::core::outcome::{DefaultCooldown, Outcome, StatusLabel};
+use crate::core::policy::Policy;
 
 /// `.github/klaud.yml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -166,6 +167,47 @@ impl Default for ProducerSettings {
             no_evals_flag: "--no-evals".into(),
             timeout_seconds: 300,
             pass_env: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The typed policy decisions read, with the cap and default cooldown from the inputs.
+    /// The configuration must have been validated (outcome names in `cooldowns` are known).
+    pub fn policy(&self, max_candidates: u32, default_cooldown_days: f64) -> Policy {
+        let labels = &self.labels.status;
+        let status_labels = [
+            (StatusLabel::InProgress, &labels.in_progress),
+            (StatusLabel::Parked, &labels.parked),
+            (StatusLabel::Finished, &labels.finished),
+            (StatusLabel::Infra, &labels.infra),
+            (StatusLabel::Incompatible, &labels.incompatible),
+            (StatusLabel::Error, &labels.error),
+            (StatusLabel::Retired, &labels.retired),
+        ]
+        .into_iter()
+        .map(|(label, name)| (label, name.clone()))
+        .collect();
+        Policy {
+            bot: self.bot.clone(),
+            branch_prefix: self.branch_prefix.clone(),
+            state_branch: self.state_branch.clone(),
+            planner_job: self.workflows.planner_job.clone(),
+            planner_workflow: self.workflows.planner.clone(),
+            candidate_workflow: self.workflows.candidate.clone(),
+            smoke_workflow: self.workflows.smoke.clone(),
+            sweep_workflow: self.workflows.sweep.clone(),
+            handoff_label: self.labels.handoff.clone(),
+            sweep_labels: self.labels.sweep.clone(),
+            status_labels,
+            legacy_lock_patterns: self.legacy_lock_refs.clone(),
+            max_candidates,
+            default_cooldown_days,
+            cooldown_overrides: self
+                .cooldowns
+                .iter()
+                .filter_map(|(name, days)| Outcome::parse(name).map(|outcome| (outcome, *days)))
+                .collect(),
         }
     }
 }
@@ -419,6 +461,19 @@ mod tests {
         let (config, source) = load_config(&directory.path().join("klaud.yml")).unwrap();
         assert_eq!(config, Config::default());
         assert_eq!(source, ConfigSource::MissingFileDefaults);
+    }
+
+    #[test]
+    fn the_policy_carries_the_configured_names_and_cooldowns() {
+        let config =
+            parse_config("bot: acme-bot\ncooldowns:\n  readiness-blocked: 3\nlabels:\n  status:\n    error: bot-error\n")
+                .unwrap();
+        let policy = config.policy(4, 2.0);
+        assert_eq!(policy.bot, "acme-bot");
+        assert_eq!(policy.max_candidates, 4);
+        assert_eq!(policy.cooldown_overrides[&Outcome::MissingAssets], 3.0);
+        assert_eq!(policy.status_label(StatusLabel::Error), "bot-error");
+        assert_eq!(policy.status_label(StatusLabel::Parked), "klaud-parked");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 #![allow(clippy::disallowed_methods)] // the sanctioned reader of the process environment
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// The process environment as klaud uses it.
@@ -19,6 +20,16 @@ pub struct Environment {
     pub github_token: Option<String>,
     pub github_repository: Option<String>,
     pub github_run_id: Option<String>,
+    pub github_run_attempt: Option<String>,
+    /// REST base (`GITHUB_API_URL`); GitHub Enterprise Server sets its own.
+    pub github_api_url: Option<String>,
+    pub github_graphql_url: Option<String>,
+    /// The event payload (`GITHUB_EVENT_PATH`), read by modes that react to an event.
+    pub github_event_path: Option<PathBuf>,
+    /// `GITHUB_WORKSPACE`, the default `repo-path` of verify-baselines.
+    pub github_workspace: Option<PathBuf>,
+    /// `PATH`, `HOME`, `LANG` and `TMPDIR` (those set): all a scrubbed child inherits.
+    pub scrubbed_child_base: Vec<(OsString, OsString)>,
 }
 
 impl Environment {
@@ -31,7 +42,30 @@ impl Environment {
             github_token: variable("GITHUB_TOKEN"),
             github_repository: variable("GITHUB_REPOSITORY"),
             github_run_id: variable("GITHUB_RUN_ID"),
+            github_run_attempt: variable("GITHUB_RUN_ATTEMPT"),
+            github_api_url: variable("GITHUB_API_URL"),
+            github_graphql_url: variable("GITHUB_GRAPHQL_URL"),
+            github_event_path: variable("GITHUB_EVENT_PATH").map(PathBuf::from),
+            github_workspace: variable("GITHUB_WORKSPACE").map(PathBuf::from),
+            scrubbed_child_base: present(&SCRUBBED_CHILD_BASE),
         }
+    }
+
+    /// The whole environment of a child that must not see klaud's secrets (the producer, and git
+    /// acting for it): [`Environment::scrubbed_child_base`] plus the named variables that are set.
+    pub fn scrubbed_child_environment(&self, pass_env: &[String]) -> Vec<(OsString, OsString)> {
+        let mut variables = self.scrubbed_child_base.clone();
+        let extra: Vec<&str> = pass_env
+            .iter()
+            .map(String::as_str)
+            .filter(|name| {
+                !variables
+                    .iter()
+                    .any(|(known, _)| known.as_os_str() == std::ffi::OsStr::new(name))
+            })
+            .collect();
+        variables.extend(present(&extra));
+        variables
     }
 
     /// The default work directory: `$RUNNER_TEMP/klaud`, else `klaud` in the system temp dir.
@@ -41,6 +75,18 @@ impl Environment {
             .unwrap_or_else(std::env::temp_dir)
             .join("klaud")
     }
+}
+
+/// What a scrubbed child keeps of klaud's environment.
+pub const SCRUBBED_CHILD_BASE: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// The named variables that are set, with their values.
+fn present(names: &[&str]) -> Vec<(OsString, OsString)> {
+    names
+        .iter()
+        .filter(|name| !name.is_empty() && !name.contains('='))
+        .filter_map(|name| std::env::var_os(name).map(|value| (OsString::from(name), value)))
+        .collect()
 }
 
 /// A variable's value; unset and empty are the same.

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod environment;
 pub mod error;
+pub mod github;
 pub mod modes;
 pub mod outputs;
 
@@ -47,6 +48,7 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
     };
     let result = match &cli.mode {
         Mode::InstallCli(arguments) => modes::install_cli::run(&context, arguments).await,
+        Mode::VerifyBaselines(arguments) => modes::verify_baselines::run(&context, arguments).await,
     };
     match result {
         Ok(()) => EXIT_DONE,
@@ -78,13 +80,16 @@ fn build_context(
         .directory
         .clone()
         .unwrap_or_else(|| environment.default_directory());
+    let cooldown_days = cli.common.cooldown_days.unwrap_or(1.0);
+    let max_candidates = cli.common.max_candidates.unwrap_or(5);
     Ok(StepContext {
         reporter,
+        policy: config.policy(max_candidates, cooldown_days),
         config,
         directory,
         dry_run: cli.common.dry_run.unwrap_or(false),
-        cooldown_days: cli.common.cooldown_days.unwrap_or(1.0),
-        max_candidates: cli.common.max_candidates.unwrap_or(5),
+        cooldown_days,
+        max_candidates,
         github_token,
         environment,
     })

@@ -10,9 +10,8 @@ use serde::Serialize;
 use super::StepContext;
 use crate::adapters::npm;
 use crate::adapters::process::{ChildCommand, run_child};
-use crate::core::install::{
-    AttemptEvidence, AttemptVerdict, bounded, judge_attempt, parse_pinned_version,
-};
+use crate::core::install::{AttemptEvidence, AttemptVerdict, judge_attempt, parse_pinned_version};
+use crate::core::text::bounded;
 use crate::shell::cli::InstallCliArgs;
 use crate::shell::error::StepError;
 use crate::shell::outputs::markdown_table;
@@ -69,6 +68,7 @@ pub async fn run(context: &StepContext, arguments: &InstallCliArgs) -> Result<()
         arguments.cli_attempts
     ));
 
+    let global_config = machine_global_config(context, &arguments.npm).await;
     let mut records = Vec::new();
     let mut installed: Option<(PathBuf, Version)> = None;
     for attempt in 1..=arguments.cli_attempts {
@@ -77,7 +77,15 @@ pub async fn run(context: &StepContext, arguments: &InstallCliArgs) -> Result<()
             arguments.cli_attempts
         ));
         let started = std::time::Instant::now();
-        let result = attempt_install(context, arguments, package, &expected, &prefix).await;
+        let result = attempt_install(
+            context,
+            arguments,
+            package,
+            &expected,
+            &prefix,
+            global_config.as_deref(),
+        )
+        .await;
         reporter.end_group();
         let seconds = started.elapsed().as_secs_f64();
         match result {
@@ -166,6 +174,7 @@ async fn attempt_install(
     package: &str,
     expected: &Version,
     prefix: &Path,
+    global_config: Option<&Path>,
 ) -> Result<(PathBuf, Version), String> {
     wipe(prefix).map_err(|error| format!("cannot prepare {}: {error}", prefix.display()))?;
     let timeout = Duration::from_secs(arguments.cli_timeout);
@@ -174,6 +183,7 @@ async fn attempt_install(
         prefix,
         package,
         &expected.to_string(),
+        global_config,
         timeout,
     );
     context.reporter.info(&format!("$ {}", command.display()));
@@ -190,7 +200,7 @@ async fn attempt_install(
     } else if !install.succeeded() {
         AttemptEvidence::InstallFailed {
             exit: install.exit,
-            detail: install.last_stderr_line().map(|line| bounded(line, 300)),
+            detail: npm::error_line(&install.stderr).map(|line| bounded(line, 300)),
         }
     } else {
         let path = npm::executable_path(prefix, package, arguments.cli_bin.as_deref())?;
@@ -228,6 +238,21 @@ async fn attempt_install(
             Ok((std::path::absolute(&path).unwrap_or(path), version))
         }
         AttemptVerdict::Failed(message) => Err(message),
+    }
+}
+
+/// npm's machine-wide configuration file, asked before `--prefix` moves it, so that a
+/// runner's registry mirror or CA settings still apply. Unknown when npm cannot say.
+async fn machine_global_config(context: &StepContext, npm_program: &str) -> Option<PathBuf> {
+    let command = npm::global_config_command(npm_program, Duration::from_secs(30));
+    match run_child(&command).await {
+        Ok(output) if output.succeeded() => npm::existing_global_config(&output.stdout),
+        _ => {
+            context.reporter.info(
+                "npm did not name its global configuration file: machine-wide npm settings may not apply",
+            );
+            None
+        }
     }
 }
 

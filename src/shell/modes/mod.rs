@@ -1,12 +1,14 @@
 //! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
 
 pub mod install_cli;
+pub mod verify_baselines;
 
 use std::path::PathBuf;
 
 use super::config::Config;
 use super::environment::Environment;
 use super::outputs::Reporter;
+use crate::core::policy::Policy;
 
 /// What every mode receives: validated common inputs, the configuration and the reporter.
 #[derive(Debug)]
@@ -14,6 +16,8 @@ pub struct StepContext {
     pub environment: Environment,
     pub reporter: Reporter,
     pub config: Config,
+    /// The configuration and inputs, typed for decisions.
+    pub policy: Policy,
     /// Work directory for JSON result files.
     pub directory: PathBuf,
     /// Compute and print the plan, write nothing to GitHub.

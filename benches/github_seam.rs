@@ -1,0 +1,179 @@
+//! Requests and wall time to load the standard scenario (`BENCH-SCENARIO.md`) through klaud's
+//! GitHub client, at 0 ms and 100 ms of server latency: the reads a recovery pass needs (the
+//! ledger, open pull requests, candidate and lock refs, active runs, jobs of live parents), and
+//! for comparison the 30 days of planner history that a design keeping cooldowns in run
+//! artifacts would have to list.
+//!
+//! Run with `cargo bench --bench github_seam`.
+
+#[path = "../tests/fake_github/mod.rs"]
+mod fake_github;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeZone, Utc};
+use fake_github::scenario::{self, SessionState as ScenarioState};
+use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, Timestamp};
+use futures::future::join_all;
+use klaud::adapters::github::actions::RunFilter;
+use klaud::adapters::github::budget::RequestCounts;
+use klaud::adapters::github::{GitHubClient, GitHubSettings};
+use klaud::adapters::ledger_store::LedgerStore;
+use klaud::core::ledger::{Ledger, Session, SessionState};
+use klaud::core::outcome::Outcome;
+
+const SEED: u64 = 42;
+const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
+
+fn time(timestamp: Timestamp) -> DateTime<Utc> {
+    Utc.timestamp_opt(timestamp.0, 0)
+        .single()
+        .expect("valid time")
+}
+
+/// The scenario's 50 sessions as klaud's ledger.
+fn ledger_of(sessions: &[scenario::ScenarioSession]) -> Ledger {
+    let mut ledger = Ledger::empty();
+    for session in sessions {
+        ledger.sessions.push(Session {
+            candidate: session.candidate.clone(),
+            family: session.family.clone(),
+            parent_run: session.parent_run_id,
+            state: match session.state {
+                ScenarioState::Live => SessionState::Live,
+                ScenarioState::Parked => SessionState::Parked,
+                ScenarioState::Finished => SessionState::Finished,
+            },
+            started_at: time(session.started_at),
+            finished_at: session.finished_at.map(time),
+            outcome: session.outcome.as_deref().and_then(Outcome::parse),
+            agent_ran: true,
+            pull_request: session.pull_request,
+            pending_outcome: None,
+        });
+    }
+    ledger
+}
+
+fn start(latency_ms: u64) -> FakeGitHubHandle {
+    let mut generated = scenario::generate(SEED, NOW);
+    let ledger = ledger_of(&generated.sessions);
+    generated.write_ledger(&ledger.to_json());
+    let server = FakeGitHub::start(generated.state);
+    server.set_faults(FaultConfig {
+        latency_ms,
+        ..FaultConfig::default()
+    });
+    server
+}
+
+fn client_for(server: &FakeGitHubHandle) -> GitHubClient {
+    let settings = GitHubSettings::new(
+        &server.base_url(),
+        &server.graphql_url(),
+        scenario::BOT_TOKEN,
+        "acme/bench",
+    );
+    GitHubClient::new(&settings).expect("valid settings")
+}
+
+fn active(workflow: &str, status: &str) -> RunFilter {
+    RunFilter {
+        status: Some(status.to_string()),
+        ..RunFilter::workflow(workflow)
+    }
+}
+
+/// What a recovery pass reads, independent reads in parallel.
+async fn load_recovery_facts(client: &GitHubClient) -> (usize, usize, usize, usize) {
+    let store = LedgerStore::new(client, "klaud/state");
+    let runs = [
+        active("klaud-plan.yml", "in_progress"),
+        active("klaud-plan.yml", "queued"),
+        active("e2e-tests.yml", "in_progress"),
+        active("e2e-tests.yml", "queued"),
+        active("run-sweep.yml", "in_progress"),
+        active("run-sweep.yml", "queued"),
+    ];
+    let (ledger, pulls, refs, listings) = tokio::join!(
+        store.load(),
+        client.open_pull_requests(),
+        client.branches_starting_with("klaud/"),
+        join_all(runs.iter().map(|filter| client.workflow_runs(filter))),
+    );
+    let ledger = ledger.expect("ledger").ledger;
+    let active_runs: Vec<_> = listings
+        .into_iter()
+        .flat_map(|listing| listing.expect("listing").complete().expect("complete"))
+        .collect();
+    let live_parents: BTreeSet<u64> = ledger.live_sessions().map(|s| s.parent_run).collect();
+    let parents_running: Vec<u64> = active_runs
+        .iter()
+        .filter(|run| live_parents.contains(&run.id))
+        .map(|run| run.id)
+        .collect();
+    let jobs = join_all(parents_running.iter().map(|id| client.run_jobs(*id))).await;
+    let job_count = jobs.into_iter().map(|jobs| jobs.expect("jobs").len()).sum();
+    (
+        pulls.expect("pulls").len(),
+        refs.expect("refs").len(),
+        active_runs.len(),
+        job_count,
+    )
+}
+
+async fn planner_history(client: &GitHubClient) -> usize {
+    let filter = RunFilter {
+        status: Some("completed".into()),
+        created: Some((time(NOW.minus(30 * 86_400)), time(NOW))),
+        ..RunFilter::workflow("klaud-plan.yml")
+    };
+    client
+        .workflow_runs(&filter)
+        .await
+        .expect("listing")
+        .complete()
+        .expect("complete")
+        .len()
+}
+
+fn row(name: &str, latency_ms: u64, counts: RequestCounts, wall: Duration, detail: &str) {
+    println!(
+        "| {name} | {latency_ms} ms | {} | {} | {:.2} s | {detail} |",
+        counts.reads,
+        counts.writes,
+        wall.as_secs_f64()
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    println!("standard scenario, seed {SEED}; fake GitHub on 127.0.0.1");
+    println!("| load | latency | reads | writes | wall | what came back |");
+    println!("|---|---|---|---|---|---|");
+    for latency_ms in [0, 100] {
+        let server = start(latency_ms);
+        let client = client_for(&server);
+        let started = Instant::now();
+        let (pulls, refs, runs, jobs) = load_recovery_facts(&client).await;
+        row(
+            "recovery facts",
+            latency_ms,
+            client.request_counts(),
+            started.elapsed(),
+            &format!("{pulls} open PRs, {refs} klaud/ refs, {runs} active runs, {jobs} jobs"),
+        );
+
+        let client = client_for(&server);
+        let started = Instant::now();
+        let history = planner_history(&client).await;
+        row(
+            "30 days of planner history",
+            latency_ms,
+            client.request_counts(),
+            started.elapsed(),
+            &format!("{history} runs, complete"),
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! The GitHub client: the only code that talks to GitHub or knows its JSON.
+//!
+//! Reads return klaud's own structs ([`models`]); listings follow `Link` headers with
+//! `per_page=100` and say when they could not be completed ([`Listing`]); writes go through the
+//! single retry state machine in [`transport`]. Base URLs come from `GITHUB_API_URL` and
+//! `GITHUB_GRAPHQL_URL`, so GitHub Enterprise Server works the same way.
+
+pub mod actions;
+pub mod budget;
+pub mod error;
+pub mod git;
+pub mod graphql;
+pub mod models;
+pub mod pagination;
+pub mod pulls;
+pub mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use budget::{RequestBudget, RequestCounts};
+use error::GitHubError;
+use transport::{ApiRequest, ApiResponse, RetryPolicy, Transport};
+
+/// Everything needed to reach one repository.
+#[derive(Clone)]
+pub struct GitHubSettings {
+    /// REST base, e.g. `https://api.github.com` or `https://ghe.example/api/v3`.
+    pub api_url: String,
+    /// GraphQL endpoint, e.g. `https://api.github.com/graphql`.
+    pub graphql_url: String,
+    pub token: String,
+    /// `owner/name`.
+    pub repository: String,
+    pub max_reads: u64,
+    pub max_writes: u64,
+    pub retry: RetryPolicy,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+/// Everything but the token.
+impl std::fmt::Debug for GitHubSettings {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("GitHubSettings")
+            .field("api_url", &self.api_url)
+            .field("graphql_url", &self.graphql_url)
+            .field("repository", &self.repository)
+            .field("max_reads", &self.max_reads)
+            .field("max_writes", &self.max_writes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitHubSettings {
+    /// Settings with the default budgets and timeouts.
+    pub fn new(api_url: &str, graphql_url: &str, token: &str, repository: &str) -> Self {
+        GitHubSettings {
+            api_url: api_url.trim_end_matches('/').to_string(),
+            graphql_url: graphql_url.to_string(),
+            token: token.to_string(),
+            repository: repository.to_string(),
+            max_reads: 1_000,
+            max_writes: 100,
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A listing that may not have been read to its end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listing<T> {
+    Complete(Vec<T>),
+    /// Some items could not be listed; `partial` must not be mistaken for the whole.
+    Incomplete {
+        partial: Vec<T>,
+        reason: String,
+    },
+}
+
+impl<T> Listing<T> {
+    /// The items when the listing is complete.
+    pub fn complete(self) -> Option<Vec<T>> {
+        match self {
+            Listing::Complete(items) => Some(items),
+            Listing::Incomplete { .. } => None,
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        matches!(self, Listing::Complete(_))
+    }
+}
+
+/// A client bound to one repository, with the pass's request budget.
+pub struct GitHubClient {
+    transport: Transport,
+    api_base: url::Url,
+    /// `/repos/owner/name`, percent-encoded.
+    repository_path: String,
+    repository: String,
+    settings: GitHubSettings,
+}
+
+/// Names the repository and the API, never the token.
+impl std::fmt::Debug for GitHubClient {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("GitHubClient")
+            .field("api", &self.settings.api_url)
+            .field("repository", &self.repository)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitHubClient {
+    pub fn new(settings: &GitHubSettings) -> Result<Self, String> {
+        let budget = Arc::new(RequestBudget::new(settings.max_reads, settings.max_writes));
+        Self::with_budget(settings, budget)
+    }
+
+    /// A client for the same repository acting with another token (e.g. the workflow token that
+    /// writes status labels), whose requests count against this client's budget.
+    pub fn with_token(&self, token: &str) -> Result<Self, String> {
+        let settings = GitHubSettings {
+            token: token.to_string(),
+            ..self.settings.clone()
+        };
+        Self::with_budget(&settings, Arc::clone(&self.transport.budget))
+    }
+
+    fn with_budget(settings: &GitHubSettings, budget: Arc<RequestBudget>) -> Result<Self, String> {
+        if !valid_repository_name(&settings.repository) {
+            return Err(format!(
+                "'{}' is not a repository name of the form owner/name",
+                settings.repository
+            ));
+        }
+        let api_base = url::Url::parse(&settings.api_url)
+            .map_err(|error| format!("GITHUB_API_URL '{}': {error}", settings.api_url))?;
+        let graphql = url::Url::parse(&settings.graphql_url)
+            .map_err(|error| format!("GITHUB_GRAPHQL_URL '{}': {error}", settings.graphql_url))?;
+        let rest = build_octocrab(&origin_of(&api_base), api_base.path(), settings)?;
+        let graphql_client = build_octocrab(&origin_of(&graphql), "/", settings)?;
+        let transport = Transport::new(
+            rest,
+            graphql_client,
+            graphql.path().to_string(),
+            budget,
+            settings.retry.clone(),
+        );
+        Ok(GitHubClient {
+            transport,
+            api_base,
+            repository_path: format!("/repos/{}", settings.repository),
+            repository: settings.repository.clone(),
+            settings: settings.clone(),
+        })
+    }
+
+    /// `owner/name`.
+    pub fn repository(&self) -> &str {
+        &self.repository
+    }
+
+    /// Requests sent so far.
+    pub fn request_counts(&self) -> RequestCounts {
+        self.transport.budget.counts()
+    }
+
+    /// Writes still allowed in this pass.
+    pub fn writes_left(&self) -> u64 {
+        self.transport.budget.writes_left()
+    }
+
+    /// `/repos/owner/name` followed by `suffix`.
+    fn repo_path(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.repository_path)
+    }
+
+    async fn send(&self, request: ApiRequest) -> Result<ApiResponse, GitHubError> {
+        self.transport.send(&request).await
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, GitHubError> {
+        let response = self.send(ApiRequest::get(path)).await?;
+        decode(&response, "GET", path)
+    }
+
+    /// GET that answers `None` on 404.
+    async fn get_optional<T: DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Option<T>, GitHubError> {
+        match self.get_json(path).await {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The login the token belongs to.
+    pub async fn authenticated_login(&self) -> Result<String, GitHubError> {
+        let account: models::Account = self.get_json("/user").await?;
+        Ok(account.login)
+    }
+
+    pub async fn repository_info(&self) -> Result<models::Repository, GitHubError> {
+        self.get_json(&self.repo_path("")).await
+    }
+}
+
+fn decode<T: DeserializeOwned>(
+    response: &ApiResponse,
+    method: &str,
+    path: &str,
+) -> Result<T, GitHubError> {
+    serde_json::from_str(&response.body).map_err(|error| GitHubError::Decode {
+        method: method.to_string(),
+        path: path.to_string(),
+        detail: crate::core::text::bounded(&error.to_string(), 300),
+    })
+}
+
+fn valid_repository_name(name: &str) -> bool {
+    let mut parts = name.split('/');
+    let valid = |part: Option<&str>| {
+        part.is_some_and(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        })
+    };
+    valid(parts.next()) && valid(parts.next()) && parts.next().is_none()
+}
+
+fn origin_of(url: &url::Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+fn build_octocrab(
+    origin: &str,
+    base_path: &str,
+    settings: &GitHubSettings,
+) -> Result<octocrab::Octocrab, String> {
+    let base = format!("{origin}{}", base_path.trim_end_matches('/'));
+    octocrab::Octocrab::builder()
+        .base_uri(base.as_str())
+        .map_err(|error| format!("invalid GitHub URL {base}: {error}"))?
+        .personal_token(settings.token.clone())
+        .set_connect_timeout(Some(settings.connect_timeout))
+        .set_read_timeout(Some(settings.read_timeout))
+        .set_write_timeout(Some(settings.read_timeout))
+        .build()
+        .map_err(|error| format!("cannot build the GitHub client: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_names_are_owner_slash_name() {
+        assert!(valid_repository_name("acme/bench"));
+        assert!(valid_repository_name("Semi-Analysis_AI/Inference.X"));
+        assert!(!valid_repository_name("acme"));
+        assert!(!valid_repository_name("acme/bench/x"));
+        assert!(!valid_repository_name("acme/../x"));
+        assert!(!valid_repository_name("/bench"));
+        assert!(!valid_repository_name("acme/.."));
+    }
+}

@@ -1,0 +1,375 @@
+//! The ledger document (contract §2a): klaud's durable state of sessions, family claims and the
+//! recovery lease, with the pure operations every mode uses to change it.
+//!
+//! The document is versioned and has a published JSON Schema. It is stored by
+//! `adapters::ledger_store` with compare-and-swap; every operation here is a pure function of the
+//! document and its arguments, and repeating an operation that already took effect changes
+//! nothing (a writer that lost a race re-decides on the fresh document).
+
+use chrono::{DateTime, Duration, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::outcome::Outcome;
+
+/// The document version this code reads and writes.
+pub const LEDGER_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[schemars(title = "klaud ledger")]
+pub struct Ledger {
+    /// Document version; a newer version is refused rather than misread.
+    pub version: u32,
+    /// Sessions, newest last. Finished ones are pruned after the longest cooldown, keeping the
+    /// last one of each family.
+    #[serde(default)]
+    pub sessions: Vec<Session>,
+    /// Families claimed for a session; at most one claim per family.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+    /// The recovery pass allowed to do destructive work, if any.
+    #[serde(default)]
+    pub recovery_lease: Option<Lease>,
+}
+
+/// One agent session for one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Session {
+    pub candidate: String,
+    pub family: String,
+    /// Run id of the planner run that started it (its parent).
+    pub parent_run: u64,
+    pub state: SessionState,
+    pub started_at: DateTime<Utc>,
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Set when the session is finished.
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+    /// False when the agent step never ran: such a session earns no cooldown.
+    #[serde(default = "agent_ran_by_default")]
+    pub agent_ran: bool,
+    #[serde(default)]
+    pub pull_request: Option<u64>,
+    /// An outcome the session reported before its parent ended, used when it is reconciled.
+    #[serde(default)]
+    pub pending_outcome: Option<Outcome>,
+}
+
+fn agent_ran_by_default() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionState {
+    /// Started and not finished.
+    Live,
+    /// Approved but waiting for room under the cap.
+    Parked,
+    Finished,
+}
+
+/// A family held for one candidate by one parent run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Claim {
+    pub family: String,
+    pub candidate: String,
+    pub parent_run: u64,
+    pub claimed_at: DateTime<Utc>,
+}
+
+/// The recovery lease: held by one run until it releases it or is seen finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Lease {
+    pub owner_run: u64,
+    pub taken_at: DateTime<Utc>,
+}
+
+/// Why the ledger text could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerReadError {
+    #[error("ledger.json is not a valid ledger: {0}")]
+    Invalid(String),
+    #[error(
+        "ledger.json has version {found}, newer than version {LEDGER_VERSION} that this klaud understands"
+    )]
+    NewerVersion { found: u32 },
+}
+
+/// Why a family could not be claimed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimRefusal {
+    /// Another candidate or run holds the family.
+    ClaimedBy { candidate: String, parent_run: u64 },
+    /// A live or parked session of the family exists.
+    SessionOpen { candidate: String },
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger::empty()
+    }
+}
+
+impl Ledger {
+    pub fn empty() -> Self {
+        Ledger {
+            version: LEDGER_VERSION,
+            sessions: Vec::new(),
+            claims: Vec::new(),
+            recovery_lease: None,
+        }
+    }
+
+    /// Reads the stored text; a blank file is an empty ledger.
+    pub fn from_json(text: &str) -> Result<Self, LedgerReadError> {
+        if text.trim().is_empty() {
+            return Ok(Ledger::empty());
+        }
+        let version = serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|error| LedgerReadError::Invalid(error.to_string()))?
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| LedgerReadError::Invalid("no version".into()))?;
+        if version > u64::from(LEDGER_VERSION) {
+            return Err(LedgerReadError::NewerVersion {
+                found: u32::try_from(version).unwrap_or(u32::MAX),
+            });
+        }
+        serde_json::from_str(text).map_err(|error| LedgerReadError::Invalid(error.to_string()))
+    }
+
+    /// The stored text: pretty JSON with a trailing newline, so diffs on the state branch read
+    /// well.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the ledger serializes") + "\n"
+    }
+
+    /// Sessions that count against the concurrent cap.
+    pub fn live_sessions(&self) -> impl Iterator<Item = &Session> {
+        self.sessions
+            .iter()
+            .filter(|session| session.state == SessionState::Live)
+    }
+
+    /// The open (live or parked) session of a family, if any.
+    pub fn open_session_of_family(&self, family: &str) -> Option<&Session> {
+        self.sessions
+            .iter()
+            .find(|session| session.family == family && session.state != SessionState::Finished)
+    }
+
+    pub fn claim_of_family(&self, family: &str) -> Option<&Claim> {
+        self.claims.iter().find(|claim| claim.family == family)
+    }
+
+    /// Claims `family` for `candidate` by `parent_run` and opens its live session, atomically.
+    /// Repeating a claim this run already holds changes nothing.
+    pub fn claim_family(
+        &mut self,
+        candidate: &str,
+        family: &str,
+        parent_run: u64,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimRefusal> {
+        if let Some(claim) = self.claim_of_family(family) {
+            if claim.candidate == candidate && claim.parent_run == parent_run {
+                return Ok(());
+            }
+            return Err(ClaimRefusal::ClaimedBy {
+                candidate: claim.candidate.clone(),
+                parent_run: claim.parent_run,
+            });
+        }
+        if let Some(session) = self.open_session_of_family(family) {
+            return Err(ClaimRefusal::SessionOpen {
+                candidate: session.candidate.clone(),
+            });
+        }
+        self.claims.push(Claim {
+            family: family.to_string(),
+            candidate: candidate.to_string(),
+            parent_run,
+            claimed_at: now,
+        });
+        self.sessions.push(Session {
+            candidate: candidate.to_string(),
+            family: family.to_string(),
+            parent_run,
+            state: SessionState::Live,
+            started_at: now,
+            finished_at: None,
+            outcome: None,
+            agent_ran: true,
+            pull_request: None,
+            pending_outcome: None,
+        });
+        Ok(())
+    }
+
+    /// Finishes the open session of `candidate` with `outcome` and releases its family's claim.
+    /// Returns false when the candidate has no open session (already finished: nothing to do).
+    pub fn finish_session(
+        &mut self,
+        candidate: &str,
+        outcome: Outcome,
+        agent_ran: bool,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let Some(session) = self.sessions.iter_mut().rev().find(|session| {
+            session.candidate == candidate && session.state != SessionState::Finished
+        }) else {
+            return false;
+        };
+        session.state = SessionState::Finished;
+        session.outcome = Some(outcome);
+        session.agent_ran = agent_ran;
+        session.finished_at = Some(now);
+        let family = session.family.clone();
+        let parent_run = session.parent_run;
+        self.claims
+            .retain(|claim| !(claim.family == family && claim.parent_run == parent_run));
+        true
+    }
+
+    /// Removes finished sessions that finished before `now - keep_for`, except the last finished
+    /// session of each family (its outcome still says what happened to the family).
+    pub fn prune(&mut self, now: DateTime<Utc>, keep_for: Duration) -> usize {
+        let horizon = now - keep_for;
+        let mut last_finished_of_family = std::collections::HashMap::new();
+        for (index, session) in self.sessions.iter().enumerate() {
+            if session.state == SessionState::Finished {
+                let finished = session.finished_at.unwrap_or(session.started_at);
+                let entry = last_finished_of_family
+                    .entry(session.family.clone())
+                    .or_insert((index, finished));
+                if finished >= entry.1 {
+                    *entry = (index, finished);
+                }
+            }
+        }
+        let keep: std::collections::HashSet<usize> = last_finished_of_family
+            .values()
+            .map(|(index, _)| *index)
+            .collect();
+        let before = self.sessions.len();
+        let mut index = 0;
+        self.sessions.retain(|session| {
+            let this = index;
+            index += 1;
+            session.state != SessionState::Finished
+                || keep.contains(&this)
+                || session.finished_at.unwrap_or(session.started_at) >= horizon
+        });
+        before - self.sessions.len()
+    }
+}
+
+/// The published JSON Schema of `ledger.json`.
+pub fn ledger_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Ledger)).expect("schema serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_blank_file_is_an_empty_ledger_and_round_trips() {
+        let ledger = Ledger::from_json("").unwrap();
+        assert_eq!(ledger, Ledger::empty());
+        assert_eq!(Ledger::from_json(&ledger.to_json()).unwrap(), ledger);
+    }
+
+    #[test]
+    fn a_newer_version_is_refused_not_misread() {
+        let error = Ledger::from_json(r#"{"version": 2, "sessions": []}"#).unwrap_err();
+        assert_eq!(error, LedgerReadError::NewerVersion { found: 2 });
+    }
+
+    #[test]
+    fn unknown_keys_are_invalid() {
+        assert!(matches!(
+            Ledger::from_json(r#"{"version": 1, "sesions": []}"#),
+            Err(LedgerReadError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn legacy_outcome_names_are_read_back() {
+        let ledger = Ledger::from_json(
+            r#"{"version": 1, "sessions": [{"candidate": "a", "family": "f", "parent-run": 1,
+                "state": "finished", "started-at": "2026-11-01T00:00:00Z",
+                "finished-at": "2026-11-01T01:00:00Z", "outcome": "readiness-blocked"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(ledger.sessions[0].outcome, Some(Outcome::MissingAssets));
+        assert!(ledger.sessions[0].agent_ran);
+    }
+
+    #[test]
+    fn a_family_is_claimed_once_and_repeating_the_claim_changes_nothing() {
+        let mut ledger = Ledger::empty();
+        let now = at("2026-11-30T10:00:00Z");
+        ledger.claim_family("a", "f", 7, now).unwrap();
+        let after_first = ledger.clone();
+        ledger.claim_family("a", "f", 7, now).unwrap();
+        assert_eq!(ledger, after_first);
+        assert_eq!(
+            ledger.claim_family("b", "f", 8, now),
+            Err(ClaimRefusal::ClaimedBy {
+                candidate: "a".into(),
+                parent_run: 7
+            })
+        );
+        assert_eq!(ledger.live_sessions().count(), 1);
+    }
+
+    #[test]
+    fn finishing_releases_the_claim_and_keeps_the_outcome() {
+        let mut ledger = Ledger::empty();
+        let now = at("2026-11-30T10:00:00Z");
+        ledger.claim_family("a", "f", 7, now).unwrap();
+        assert!(ledger.finish_session("a", Outcome::Failed, true, now));
+        assert!(!ledger.finish_session("a", Outcome::Failed, true, now));
+        assert!(ledger.claims.is_empty());
+        assert_eq!(ledger.sessions[0].outcome, Some(Outcome::Failed));
+        ledger.claim_family("b", "f", 8, now).unwrap();
+    }
+
+    #[test]
+    fn pruning_keeps_open_sessions_recent_ones_and_the_last_of_each_family() {
+        let mut ledger = Ledger::empty();
+        let old = at("2026-10-01T00:00:00Z");
+        let recent = at("2026-11-29T00:00:00Z");
+        for (candidate, family, when) in [
+            ("a", "f", old),
+            ("b", "f", old),
+            ("c", "g", old),
+            ("d", "h", recent),
+        ] {
+            ledger.claim_family(candidate, family, 1, when).unwrap();
+            ledger.finish_session(candidate, Outcome::Failed, true, when);
+        }
+        ledger.claim_family("e", "f", 2, recent).unwrap();
+        let removed = ledger.prune(at("2026-11-30T00:00:00Z"), Duration::days(7));
+        let kept: Vec<&str> = ledger
+            .sessions
+            .iter()
+            .map(|s| s.candidate.as_str())
+            .collect();
+        assert_eq!(removed, 1);
+        assert_eq!(kept, ["b", "c", "d", "e"]);
+    }
+}

@@ -1,0 +1,272 @@
+//! The configuration made typed for decisions: names, prefixes, labels, the cap and the cooldown
+//! of every outcome (contract §1, §4). Built once by the shell from `.github/klaud.yml` and the
+//! inputs; decisions read nothing else.
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+
+use super::outcome::{DefaultCooldown, Outcome, StatusLabel};
+
+/// How long an outcome keeps a candidate (or its family) from being selected again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cooldown {
+    /// Selectable on the next wave.
+    None,
+    /// The candidate waits this long after the session finished.
+    Candidate(Duration),
+    /// Every candidate of the family waits this long.
+    Family(Duration),
+    /// Not selectable while its pull request is open.
+    WhilePullRequestOpen,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub bot: String,
+    pub branch_prefix: String,
+    pub state_branch: String,
+    /// Planner job name with `{id}` for the candidate id.
+    pub planner_job: String,
+    pub planner_workflow: String,
+    pub candidate_workflow: String,
+    pub smoke_workflow: String,
+    pub sweep_workflow: String,
+    pub handoff_label: String,
+    pub sweep_labels: Vec<String>,
+    pub status_labels: BTreeMap<StatusLabel, String>,
+    /// Glob patterns (`*` = any run of characters) of legacy lock branches.
+    pub legacy_lock_patterns: Vec<String>,
+    pub max_candidates: u32,
+    /// Days for outcomes without their own cooldown.
+    pub default_cooldown_days: f64,
+    /// Days per outcome from the configuration, overriding the contract's defaults.
+    pub cooldown_overrides: BTreeMap<Outcome, f64>,
+}
+
+impl Policy {
+    /// The cooldown a finished session earns. A session whose agent never ran earns none.
+    pub fn cooldown(&self, outcome: Outcome, agent_ran: bool) -> Cooldown {
+        if !agent_ran {
+            return Cooldown::None;
+        }
+        let default = outcome.default_cooldown();
+        if default == DefaultCooldown::WhilePullRequestOpen {
+            return Cooldown::WhilePullRequestOpen;
+        }
+        let days = match (self.cooldown_overrides.get(&outcome), default) {
+            (Some(days), _) => *days,
+            (None, DefaultCooldown::None) => 0.0,
+            (None, DefaultCooldown::ConfiguredDefault) => self.default_cooldown_days,
+            (None, DefaultCooldown::Days(days) | DefaultCooldown::FamilyDays(days)) => days,
+            (None, DefaultCooldown::WhilePullRequestOpen) => unreachable!("handled above"),
+        };
+        if days <= 0.0 {
+            return Cooldown::None;
+        }
+        let duration = days_to_duration(days);
+        match default {
+            DefaultCooldown::FamilyDays(_) => Cooldown::Family(duration),
+            _ => Cooldown::Candidate(duration),
+        }
+    }
+
+    /// The longest cooldown any outcome can earn: finished sessions older than this can be pruned.
+    pub fn longest_cooldown(&self) -> Duration {
+        Outcome::ALL
+            .iter()
+            .filter_map(|outcome| match self.cooldown(*outcome, true) {
+                Cooldown::Candidate(duration) | Cooldown::Family(duration) => Some(duration),
+                Cooldown::None | Cooldown::WhilePullRequestOpen => None,
+            })
+            .max()
+            .unwrap_or_else(Duration::zero)
+    }
+
+    /// The display name of a status label.
+    pub fn status_label(&self, label: StatusLabel) -> &str {
+        self.status_labels
+            .get(&label)
+            .map(String::as_str)
+            .unwrap_or_else(|| label.default_name())
+    }
+
+    /// Every status label name, for removing the ones that no longer apply.
+    pub fn all_status_labels(&self) -> Vec<&str> {
+        StatusLabel::ALL
+            .iter()
+            .map(|label| self.status_label(*label))
+            .collect()
+    }
+
+    /// `<branch-prefix><id>`.
+    pub fn candidate_branch(&self, candidate: &str) -> String {
+        format!("{}{candidate}", self.branch_prefix)
+    }
+
+    /// The candidate id of a candidate branch.
+    pub fn candidate_of_branch<'a>(&self, branch: &'a str) -> Option<&'a str> {
+        branch
+            .strip_prefix(&self.branch_prefix)
+            .filter(|id| !id.is_empty())
+    }
+
+    /// The planner job that runs `candidate`.
+    pub fn planner_job_name(&self, candidate: &str) -> String {
+        self.planner_job.replace("{id}", candidate)
+    }
+
+    /// True when `branch` matches a legacy lock pattern.
+    pub fn is_legacy_lock(&self, branch: &str) -> bool {
+        self.legacy_lock_patterns
+            .iter()
+            .any(|pattern| glob_matches(pattern, branch))
+    }
+}
+
+fn days_to_duration(days: f64) -> Duration {
+    Duration::milliseconds((days * 86_400_000.0).round() as i64)
+}
+
+/// `*` matches any run of characters (slashes included); everything else matches itself.
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(index) => rest = &rest[index + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The InferenceX profile with a 1-day default and a cap of 5.
+    pub(crate) fn inferencex_policy() -> Policy {
+        Policy {
+            bot: "Klaud-Cold".into(),
+            branch_prefix: "klaud/auto-".into(),
+            state_branch: "klaud/state".into(),
+            planner_job: "Run candidate {id}".into(),
+            planner_workflow: "klaud-plan.yml".into(),
+            candidate_workflow: "klaud-candidate.yml".into(),
+            smoke_workflow: "e2e-tests.yml".into(),
+            sweep_workflow: "run-sweep.yml".into(),
+            handoff_label: "klaud-handoff".into(),
+            sweep_labels: vec!["full-sweep-fail-fast".into(), "full-sweep-enabled".into()],
+            status_labels: BTreeMap::new(),
+            legacy_lock_patterns: vec!["klaud/recovery-*".into(), "klaud/claim-*".into()],
+            max_candidates: 5,
+            default_cooldown_days: 1.0,
+            cooldown_overrides: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn contract_cooldowns() {
+        let policy = inferencex_policy();
+        assert_eq!(policy.cooldown(Outcome::NoCapacity, true), Cooldown::None);
+        assert_eq!(
+            policy.cooldown(Outcome::MissingAssets, true),
+            Cooldown::Candidate(Duration::days(7))
+        );
+        assert_eq!(
+            policy.cooldown(Outcome::ClosedByMaintainer, true),
+            Cooldown::Family(Duration::days(7))
+        );
+        assert_eq!(
+            policy.cooldown(Outcome::Failed, true),
+            Cooldown::Candidate(Duration::days(1))
+        );
+        assert_eq!(
+            policy.cooldown(Outcome::Handoff, true),
+            Cooldown::WhilePullRequestOpen
+        );
+    }
+
+    #[test]
+    fn a_session_whose_agent_never_ran_earns_no_cooldown() {
+        let policy = inferencex_policy();
+        assert_eq!(policy.cooldown(Outcome::Failed, false), Cooldown::None);
+        assert_eq!(
+            policy.cooldown(Outcome::MissingAssets, false),
+            Cooldown::None
+        );
+    }
+
+    #[test]
+    fn configured_cooldowns_override_and_fractions_work() {
+        let mut policy = inferencex_policy();
+        policy.cooldown_overrides.insert(Outcome::Failed, 0.5);
+        policy
+            .cooldown_overrides
+            .insert(Outcome::ClosedByMaintainer, 3.0);
+        policy
+            .cooldown_overrides
+            .insert(Outcome::MissingAssets, 0.0);
+        assert_eq!(
+            policy.cooldown(Outcome::Failed, true),
+            Cooldown::Candidate(Duration::hours(12))
+        );
+        assert_eq!(
+            policy.cooldown(Outcome::ClosedByMaintainer, true),
+            Cooldown::Family(Duration::days(3))
+        );
+        assert_eq!(
+            policy.cooldown(Outcome::MissingAssets, true),
+            Cooldown::None
+        );
+    }
+
+    #[test]
+    fn the_longest_cooldown_bounds_pruning() {
+        let mut policy = inferencex_policy();
+        assert_eq!(policy.longest_cooldown(), Duration::days(7));
+        policy.default_cooldown_days = 10.0;
+        assert_eq!(policy.longest_cooldown(), Duration::days(10));
+    }
+
+    #[test]
+    fn branches_and_jobs_are_named_from_the_candidate() {
+        let policy = inferencex_policy();
+        assert_eq!(policy.candidate_branch("a.b"), "klaud/auto-a.b");
+        assert_eq!(policy.candidate_of_branch("klaud/auto-a.b"), Some("a.b"));
+        assert_eq!(policy.candidate_of_branch("klaud/auto-"), None);
+        assert_eq!(policy.candidate_of_branch("feature/x"), None);
+        assert_eq!(policy.planner_job_name("a"), "Run candidate a");
+    }
+
+    #[test]
+    fn legacy_lock_patterns_match_with_stars() {
+        let policy = inferencex_policy();
+        assert!(policy.is_legacy_lock("klaud/recovery-123-cand"));
+        assert!(policy.is_legacy_lock("klaud/claim-x"));
+        assert!(!policy.is_legacy_lock("klaud/auto-x"));
+        assert!(glob_matches("a*b*c", "axxbyyc"));
+        assert!(!glob_matches("a*b*c", "axxc"));
+        assert!(glob_matches("exact", "exact"));
+        assert!(!glob_matches("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn status_labels_default_to_the_inferencex_names() {
+        let mut policy = inferencex_policy();
+        assert_eq!(policy.status_label(StatusLabel::Error), "klaud-error");
+        policy
+            .status_labels
+            .insert(StatusLabel::Error, "bot-error".into());
+        assert_eq!(policy.status_label(StatusLabel::Error), "bot-error");
+        assert_eq!(policy.all_status_labels().len(), 7);
+    }
+}

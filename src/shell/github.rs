@@ -1,0 +1,176 @@
+//! Connecting a mode to GitHub: the repository, API URLs and tokens from the environment and
+//! inputs, the pass's request budget, and the report of what the pass cost.
+
+use clap::Args;
+use serde::Serialize;
+
+use super::error::StepError;
+use super::modes::StepContext;
+use crate::adapters::github::budget::RequestCounts;
+use crate::adapters::github::{GitHubClient, GitHubSettings};
+
+/// Flags of every mode that talks to GitHub.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "GitHub options")]
+pub struct GitHubArgs {
+    /// Token that writes the display-only status labels, so label events start no workflows
+    /// [default: the github-token]
+    #[arg(
+        long,
+        env = "KLAUD_LABEL_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub label_token: Option<String>,
+
+    /// Write budget of this pass (POST, PUT, PATCH, DELETE and GraphQL requests, retries
+    /// included); what is left over is done by the next pass
+    #[arg(long, env = "KLAUD_MAX_OPERATIONS", value_name = "N", default_value = "100", value_parser = parse_budget)]
+    pub max_operations: u64,
+
+    /// Read budget of this pass (GET requests, retries included)
+    #[arg(long, env = "KLAUD_MAX_READS", value_name = "N", default_value = "1000", value_parser = parse_budget)]
+    pub max_reads: u64,
+}
+
+/// The clients of one pass: both count against one budget.
+#[derive(Debug)]
+pub struct GitHubConnection {
+    /// Acts as the bot (`github-token`).
+    pub client: GitHubClient,
+    /// Writes status labels (`label-token`).
+    pub label_client: GitHubClient,
+    pub max_operations: u64,
+    pub max_reads: u64,
+}
+
+/// Builds the clients; a missing repository or token is bad input.
+pub fn connect(
+    context: &StepContext,
+    arguments: &GitHubArgs,
+) -> Result<GitHubConnection, StepError> {
+    let environment = &context.environment;
+    let repository = environment.github_repository.clone().ok_or_else(|| {
+        StepError::bad_input(
+            "GITHUB_REPOSITORY",
+            "must name the repository as owner/name",
+        )
+    })?;
+    let token = context.github_token.clone().ok_or_else(|| {
+        StepError::bad_input("github-token", "a token is required (or GITHUB_TOKEN)")
+    })?;
+    let api_url = environment
+        .github_api_url
+        .clone()
+        .unwrap_or_else(|| "https://api.github.com".to_string());
+    let graphql_url = environment
+        .github_graphql_url
+        .clone()
+        .unwrap_or_else(|| graphql_url_for(&api_url));
+    let mut settings = GitHubSettings::new(&api_url, &graphql_url, &token, &repository);
+    settings.max_reads = arguments.max_reads;
+    settings.max_writes = arguments.max_operations;
+    let client = GitHubClient::new(&settings)
+        .map_err(|message| StepError::bad_input("GITHUB_REPOSITORY", message))?;
+    let label_client = match arguments.label_token.as_deref().filter(|t| !t.is_empty()) {
+        Some(label_token) => {
+            context.reporter.mask(label_token);
+            client
+                .with_token(label_token)
+                .map_err(|message| StepError::bad_input("label-token", message))?
+        }
+        None => client
+            .with_token(&token)
+            .map_err(|message| StepError::bad_input("github-token", message))?,
+    };
+    Ok(GitHubConnection {
+        client,
+        label_client,
+        max_operations: arguments.max_operations,
+        max_reads: arguments.max_reads,
+    })
+}
+
+/// The GraphQL endpoint beside a REST base: `https://api.github.com/graphql`, or
+/// `https://host/api/graphql` for GitHub Enterprise Server's `https://host/api/v3`.
+pub fn graphql_url_for(api_url: &str) -> String {
+    let base = api_url.trim_end_matches('/');
+    match base.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{base}/graphql"),
+    }
+}
+
+/// The `requests` output of a GitHub mode.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RequestReport {
+    #[serde(flatten)]
+    pub counts: RequestCounts,
+    pub max_operations: u64,
+    pub max_reads: u64,
+}
+
+impl GitHubConnection {
+    pub fn report(&self) -> RequestReport {
+        RequestReport {
+            counts: self.client.request_counts(),
+            max_operations: self.max_operations,
+            max_reads: self.max_reads,
+        }
+    }
+}
+
+impl RequestReport {
+    /// One Markdown line for the step summary.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "GitHub requests: {} reads of {} allowed, {} writes of {} allowed ({} retries, {:.1} s waiting)",
+            self.counts.reads,
+            self.max_reads,
+            self.counts.writes,
+            self.max_operations,
+            self.counts.retries,
+            self.counts.waited_ms as f64 / 1000.0
+        )
+    }
+}
+
+fn parse_budget(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(value) if value >= 1 => Ok(value),
+        _ => Err(format!(
+            "'{}' is not a whole number of at least 1",
+            text.trim()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graphql_sits_beside_the_rest_base() {
+        assert_eq!(
+            graphql_url_for("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            graphql_url_for("https://ghe.example/api/v3/"),
+            "https://ghe.example/api/graphql"
+        );
+        assert_eq!(
+            graphql_url_for("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080/graphql"
+        );
+    }
+
+    #[test]
+    fn budgets_are_positive_whole_numbers() {
+        assert_eq!(parse_budget("100"), Ok(100));
+        assert!(parse_budget("0").is_err());
+        assert!(parse_budget("-1").is_err());
+        assert!(parse_budget("many").is_err());
+    }
+}

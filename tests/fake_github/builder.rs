@@ -1,0 +1,555 @@
+//! Seeding a [`RepoState`] from Rust: a repository with a root commit, then branches, commits,
+//! pull requests, labels, comments, workflows, runs and jobs, each described by a small spec
+//! struct with defaults (`..Default::default()`).
+
+use std::collections::BTreeMap;
+
+use super::clock::{MINUTE, Timestamp};
+use super::git::{NewCommit, identity_for_login};
+use super::prng::fingerprint;
+use super::state::{
+    GitIdentity, IssueComment, Job, Label, NextIds, PullRequest, PullState, RepoState, Workflow,
+    WorkflowRun,
+};
+
+/// A commit to add. Logins may be `None`, as on GitHub when an email matches no account.
+#[derive(Clone, Debug, Default)]
+pub struct CommitSpec {
+    pub message: String,
+    pub author_login: Option<String>,
+    pub committer_login: Option<String>,
+    /// Path → new content (`None` removes the file).
+    pub files: Vec<(String, Option<String>)>,
+    pub at: Option<Timestamp>,
+}
+
+impl CommitSpec {
+    /// A commit authored and committed by `login`.
+    pub fn by(login: &str) -> Self {
+        CommitSpec {
+            message: format!("change by {login}"),
+            author_login: Some(login.to_string()),
+            committer_login: Some(login.to_string()),
+            ..CommitSpec::default()
+        }
+    }
+
+    pub fn message(mut self, message: &str) -> Self {
+        self.message = message.to_string();
+        self
+    }
+
+    pub fn file(mut self, path: &str, content: &str) -> Self {
+        self.files
+            .push((path.to_string(), Some(content.to_string())));
+        self
+    }
+
+    pub fn at(mut self, at: Timestamp) -> Self {
+        self.at = Some(at);
+        self
+    }
+}
+
+/// How a seeded pull request was closed.
+#[derive(Clone, Debug, Default)]
+pub struct ClosedSpec {
+    pub by: String,
+    pub at: Option<Timestamp>,
+    pub merged: bool,
+    /// Delete the head branch after closing (as "Delete branch" does).
+    pub delete_branch: bool,
+}
+
+/// A pull request to add. Its commits are stacked on the base branch's head; with no commits
+/// given, one commit by the author adds `changes/<head_ref>.md`.
+#[derive(Clone, Debug, Default)]
+pub struct PullRequestSpec {
+    pub title: String,
+    pub body: Option<String>,
+    pub author: String,
+    pub head_ref: String,
+    /// Defaults to the repository's default branch.
+    pub base_ref: Option<String>,
+    pub draft: bool,
+    pub labels: Vec<String>,
+    pub commits: Vec<CommitSpec>,
+    /// `owner/name` of a fork; `None` is this repository.
+    pub head_repo: Option<String>,
+    pub created_at: Option<Timestamp>,
+    pub closed: Option<ClosedSpec>,
+}
+
+/// A job of a seeded run.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    pub name: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub completed_at: Option<Timestamp>,
+}
+
+impl JobSpec {
+    pub fn completed(name: &str, conclusion: &str) -> Self {
+        JobSpec {
+            name: name.to_string(),
+            status: "completed".to_string(),
+            conclusion: Some(conclusion.to_string()),
+            started_at: None,
+            completed_at: None,
+        }
+    }
+
+    pub fn in_progress(name: &str) -> Self {
+        JobSpec {
+            name: name.to_string(),
+            status: "in_progress".to_string(),
+            conclusion: None,
+            started_at: None,
+            completed_at: None,
+        }
+    }
+}
+
+/// A workflow run to add; the workflow is created from its file name when unknown.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// File name (`klaud-plan.yml`) or path of the workflow.
+    pub workflow: String,
+    pub head_branch: Option<String>,
+    /// Defaults to the head branch's sha, else the default branch's.
+    pub head_sha: Option<String>,
+    pub event: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    /// Defaults to the repository owner.
+    pub actor: Option<String>,
+    pub triggering_actor: Option<String>,
+    pub created_at: Option<Timestamp>,
+    pub updated_at: Option<Timestamp>,
+    pub run_attempt: u64,
+    pub head_repository: Option<String>,
+    pub display_title: Option<String>,
+    pub jobs: Vec<JobSpec>,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec {
+            workflow: "ci.yml".to_string(),
+            head_branch: None,
+            head_sha: None,
+            event: "push".to_string(),
+            status: "completed".to_string(),
+            conclusion: Some("success".to_string()),
+            actor: None,
+            triggering_actor: None,
+            created_at: None,
+            updated_at: None,
+            run_attempt: 1,
+            head_repository: None,
+            display_title: None,
+            jobs: Vec::new(),
+        }
+    }
+}
+
+impl RepoState {
+    /// A repository `owner/name` whose default branch `main` holds one commit with a README.
+    pub fn new(owner: &str, name: &str) -> Self {
+        let mut state = RepoState {
+            owner: owner.to_string(),
+            name: name.to_string(),
+            repository_id: 500_000_000 + fingerprint(&format!("{owner}/{name}")) % 100_000_000,
+            default_branch: "main".to_string(),
+            fork: false,
+            now: None,
+            tokens: BTreeMap::new(),
+            commits: BTreeMap::new(),
+            trees: BTreeMap::new(),
+            blobs: BTreeMap::new(),
+            refs: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            pulls: BTreeMap::new(),
+            comments: BTreeMap::new(),
+            workflows: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            dispatches: Vec::new(),
+            next_ids: NextIds::default(),
+        };
+        let root = state.add_commit(
+            None,
+            CommitSpec::by(owner)
+                .message("Initial commit")
+                .file("README.md", &format!("# {name}\n"))
+                .at(Timestamp(1_577_836_800)),
+        );
+        state.set_ref("refs/heads/main", &root);
+        state
+    }
+
+    /// Renames the default branch.
+    pub fn with_default_branch(mut self, branch: &str) -> Self {
+        let old = format!("refs/heads/{}", self.default_branch);
+        if let Some(sha) = self.refs.remove(&old) {
+            self.refs.insert(format!("refs/heads/{branch}"), sha);
+        }
+        self.default_branch = branch.to_string();
+        self
+    }
+
+    /// Pins the clock used for everything created afterwards.
+    pub fn with_now(mut self, now: Timestamp) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    pub fn with_token(mut self, token: &str, login: &str) -> Self {
+        self.add_token(token, login);
+        self
+    }
+
+    pub fn add_token(&mut self, token: &str, login: &str) {
+        self.tokens.insert(token.to_string(), login.to_string());
+    }
+
+    /// Creates the repository label when missing; returns its id.
+    pub fn ensure_label(&mut self, name: &str) -> u64 {
+        if let Some(label) = self.labels.get(name) {
+            return label.id;
+        }
+        let id = self.next_ids.label_id;
+        self.next_ids.label_id += 1;
+        let color = format!("{:06x}", fingerprint(name) % 0x100_0000);
+        self.labels.insert(
+            name.to_string(),
+            Label {
+                id,
+                name: name.to_string(),
+                color,
+                description: None,
+            },
+        );
+        id
+    }
+
+    /// Adds a commit on top of `parent` (none: a root commit) without moving any ref.
+    pub fn add_commit(&mut self, parent: Option<&str>, spec: CommitSpec) -> String {
+        let mut files = parent.map(|sha| self.commit_files(sha)).unwrap_or_default();
+        for (path, content) in &spec.files {
+            match content {
+                Some(content) => {
+                    let blob = self.store_blob(content);
+                    files.insert(path.clone(), blob);
+                }
+                None => {
+                    files.remove(path);
+                }
+            }
+        }
+        let tree = self.store_tree(files);
+        let at = spec.at.unwrap_or_else(|| self.now());
+        // Without a login, an identity whose email matches no GitHub account.
+        let identity = |login: Option<&str>, name: &str, email: &str| match login {
+            Some(login) => identity_for_login(login, at),
+            None => GitIdentity {
+                name: name.to_string(),
+                email: email.to_string(),
+                date: at,
+            },
+        };
+        let author = identity(
+            spec.author_login.as_deref(),
+            "Unknown Author",
+            "unknown.author@example.com",
+        );
+        let committer = identity(
+            spec.committer_login.as_deref(),
+            "Unknown Committer",
+            "unknown.committer@example.com",
+        );
+        self.store_commit(NewCommit {
+            tree,
+            parents: parent.map(str::to_string).into_iter().collect(),
+            message: spec.message,
+            author,
+            committer,
+            author_login: spec.author_login,
+            committer_login: spec.committer_login,
+        })
+    }
+
+    /// Creates or moves a branch.
+    pub fn set_branch(&mut self, branch: &str, sha: &str) {
+        self.set_ref(&format!("refs/heads/{branch}"), sha);
+    }
+
+    pub fn delete_branch(&mut self, branch: &str) -> bool {
+        self.refs.remove(&format!("refs/heads/{branch}")).is_some()
+    }
+
+    /// Adds commits on top of a branch's head (creating the branch from the default branch).
+    pub fn push_commits(&mut self, branch: &str, commits: Vec<CommitSpec>) -> String {
+        let mut head = self
+            .branch_sha(branch)
+            .or_else(|| self.branch_sha(&self.default_branch.clone()))
+            .map(str::to_string);
+        for spec in commits {
+            head = Some(self.add_commit(head.as_deref(), spec));
+        }
+        let head = head.expect("a branch head");
+        self.set_branch(branch, &head);
+        head
+    }
+
+    /// Adds a pull request with its head branch and commits; returns its number.
+    pub fn add_pull_request(&mut self, spec: PullRequestSpec) -> u64 {
+        let base_ref = spec
+            .base_ref
+            .clone()
+            .unwrap_or_else(|| self.default_branch.clone());
+        let created_at = spec.created_at.unwrap_or_else(|| self.now());
+        let base_sha = self.branch_sha(&base_ref).map(str::to_string);
+        let mut commits = spec.commits.clone();
+        if commits.is_empty() {
+            commits.push(
+                CommitSpec::by(&spec.author)
+                    .message(&spec.title)
+                    .file(&format!("changes/{}.md", spec.head_ref), &spec.title),
+            );
+        }
+        let mut head = base_sha;
+        for (index, mut commit) in commits.into_iter().enumerate() {
+            commit.at = commit.at.or(Some(created_at.plus(index as i64 * MINUTE)));
+            head = Some(self.add_commit(head.as_deref(), commit));
+        }
+        let head_sha = head.expect("a head commit");
+        let full_name = self.full_name();
+        let head_repo = Some(spec.head_repo.clone().unwrap_or(full_name.clone()));
+        if head_repo.as_deref() == Some(full_name.as_str()) {
+            self.set_branch(&spec.head_ref, &head_sha);
+        }
+        for label in &spec.labels {
+            self.ensure_label(label);
+        }
+        let number = self.next_ids.issue_number;
+        self.next_ids.issue_number += 1;
+        let id = self.next_ids.pull_id;
+        self.next_ids.pull_id += 1;
+        let mut pull = PullRequest {
+            number,
+            id,
+            title: spec.title.clone(),
+            body: spec.body.clone(),
+            author: spec.author.clone(),
+            state: PullState::Open,
+            draft: spec.draft,
+            head_ref: spec.head_ref.clone(),
+            head_sha,
+            head_repo,
+            base_ref,
+            labels: spec.labels.clone(),
+            created_at,
+            updated_at: created_at,
+            closed_at: None,
+            merged_at: None,
+            merge_commit_sha: None,
+            closed_by: None,
+        };
+        if let Some(closed) = &spec.closed {
+            let at = closed.at.unwrap_or(created_at.plus(MINUTE));
+            pull.state = PullState::Closed;
+            pull.closed_at = Some(at);
+            pull.updated_at = at;
+            pull.closed_by = Some(closed.by.clone());
+            if closed.merged {
+                pull.merged_at = Some(at);
+                pull.merge_commit_sha = Some(pull.head_sha.clone());
+            }
+            if closed.delete_branch && pull.head_repo.as_deref() == Some(full_name.as_str()) {
+                self.delete_branch(&spec.head_ref);
+            }
+        }
+        self.pulls.insert(number, pull);
+        number
+    }
+
+    pub fn add_label_to_issue(&mut self, number: u64, label: &str) {
+        self.ensure_label(label);
+        if let Some(pull) = self.pulls.get_mut(&number)
+            && !pull.labels.iter().any(|existing| existing == label)
+        {
+            pull.labels.push(label.to_string());
+        }
+    }
+
+    pub fn add_comment(&mut self, number: u64, author: &str, body: &str) -> u64 {
+        let id = self.next_ids.comment_id;
+        self.next_ids.comment_id += 1;
+        let now = self.now();
+        self.comments.insert(
+            id,
+            IssueComment {
+                id,
+                issue_number: number,
+                author: author.to_string(),
+                body: body.to_string(),
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        id
+    }
+
+    /// The workflow with this file name (or path), created when missing; returns its id.
+    pub fn ensure_workflow(&mut self, file_or_path: &str) -> u64 {
+        if let Some(workflow) = self.workflow_by_key(file_or_path) {
+            return workflow.id;
+        }
+        let path = if file_or_path.contains('/') {
+            file_or_path.to_string()
+        } else {
+            format!(".github/workflows/{file_or_path}")
+        };
+        let id = self.next_ids.workflow_id;
+        self.next_ids.workflow_id += 1;
+        let name = path
+            .rsplit('/')
+            .next()
+            .unwrap_or(&path)
+            .trim_end_matches(".yml")
+            .trim_end_matches(".yaml")
+            .to_string();
+        self.workflows.insert(
+            id,
+            Workflow {
+                id,
+                name,
+                path,
+                state: "active".to_string(),
+                inputs: None,
+            },
+        );
+        id
+    }
+
+    /// Adds a workflow run (and its jobs); returns the run id.
+    pub fn add_run(&mut self, spec: RunSpec) -> u64 {
+        let workflow_id = self.ensure_workflow(&spec.workflow);
+        let workflow_name = self.workflows[&workflow_id].name.clone();
+        let created_at = spec.created_at.unwrap_or_else(|| self.now());
+        let head_sha = spec
+            .head_sha
+            .clone()
+            .or_else(|| {
+                spec.head_branch
+                    .as_deref()
+                    .and_then(|branch| self.branch_sha(branch))
+                    .map(str::to_string)
+            })
+            .or_else(|| self.branch_sha(&self.default_branch).map(str::to_string))
+            .unwrap_or_default();
+        let actor = spec.actor.clone().unwrap_or_else(|| self.owner.clone());
+        let id = self.next_ids.run_id;
+        self.next_ids.run_id += 1;
+        let run_number = self.next_ids.run_number;
+        self.next_ids.run_number += 1;
+        self.runs.insert(
+            id,
+            WorkflowRun {
+                id,
+                workflow_id,
+                name: workflow_name.clone(),
+                display_title: spec.display_title.clone().unwrap_or(workflow_name),
+                run_number,
+                run_attempt: spec.run_attempt,
+                head_branch: spec.head_branch.clone(),
+                head_sha,
+                event: spec.event.clone(),
+                status: spec.status.clone(),
+                conclusion: spec.conclusion.clone(),
+                triggering_actor: spec.triggering_actor.clone().unwrap_or(actor.clone()),
+                actor,
+                created_at,
+                updated_at: spec.updated_at.unwrap_or(created_at),
+                run_started_at: created_at,
+                head_repository: spec.head_repository.clone(),
+                inputs: None,
+                check_suite_id: id + 20_000_000_000,
+            },
+        );
+        for job in spec.jobs {
+            self.add_job(id, job);
+        }
+        id
+    }
+
+    /// Adds a job to a run; returns the job id.
+    pub fn add_job(&mut self, run_id: u64, spec: JobSpec) -> u64 {
+        let id = self.next_ids.job_id;
+        self.next_ids.job_id += 1;
+        let run_created = self
+            .runs
+            .get(&run_id)
+            .map(|run| run.created_at)
+            .unwrap_or_else(|| self.now());
+        let started_at = spec.started_at.unwrap_or(run_created.plus(10));
+        let completed_at = match spec.status.as_str() {
+            "completed" => Some(spec.completed_at.unwrap_or(started_at.plus(5 * MINUTE))),
+            _ => spec.completed_at,
+        };
+        self.jobs.entry(run_id).or_default().push(Job {
+            id,
+            run_id,
+            name: spec.name,
+            status: spec.status,
+            conclusion: spec.conclusion,
+            created_at: run_created,
+            started_at,
+            completed_at,
+            runner_name: Some(format!("runner-{}", id % 16)),
+        });
+        id
+    }
+
+    /// Writes a file on a branch as one commit by the repository owner (the branch is created
+    /// as an orphan when missing). For seeding, e.g. a ledger document on the state branch.
+    pub fn put_file(&mut self, branch: &str, path: &str, content: &str) -> String {
+        let owner = self.owner.clone();
+        let now = self.now();
+        self.commit_files_on_branch(
+            branch,
+            &[(path.to_string(), Some(content.to_string()))],
+            &format!("Update {path}"),
+            &owner,
+            now,
+        )
+    }
+
+    /// The content of a file at a branch's head.
+    pub fn read_file(&self, branch: &str, path: &str) -> Option<String> {
+        let sha = self.branch_sha(branch)?;
+        self.file_at(sha, path).map(|(_, content)| content)
+    }
+
+    /// Ends a run (and its unfinished jobs) with a conclusion, or sets another status.
+    pub fn set_run_status(&mut self, run_id: u64, status: &str, conclusion: Option<&str>) {
+        let now = self.now();
+        if let Some(run) = self.runs.get_mut(&run_id) {
+            run.status = status.to_string();
+            run.conclusion = conclusion.map(str::to_string);
+            run.updated_at = now;
+        }
+        if status == "completed" {
+            for job in self.jobs.entry(run_id).or_default() {
+                if job.status != "completed" {
+                    job.status = "completed".to_string();
+                    job.conclusion = conclusion.map(str::to_string);
+                    job.completed_at = Some(now);
+                }
+            }
+        }
+    }
+}

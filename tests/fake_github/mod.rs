@@ -1,0 +1,41 @@
+//! A fake GitHub for integration tests, end-to-end runs and benchmarks: one stateful repository
+//! served over HTTP on 127.0.0.1 with GitHub's REST v3 and GraphQL semantics (pagination, the
+//! 1000-result cap of filtered run listings, 409/422 conflicts, rate-limit headers), seeded fault
+//! injection and a request log.
+//!
+//! Include it from a test file with `#[path = "fake_github/mod.rs"] mod fake_github;`, seed a
+//! [`RepoState`] with its builder methods, and start it with [`FakeGitHub::start`]. The same server
+//! runs standalone as `cargo run --example fake-github -- --port 0 --state scenario.json`.
+// Each including test file uses a different part of the API.
+#![allow(dead_code, unused_imports)]
+
+pub mod builder;
+pub mod clock;
+pub mod errors;
+pub mod faults;
+pub mod git;
+pub mod pagination;
+pub mod prng;
+pub mod render;
+pub mod routes_actions;
+pub mod routes_admin;
+pub mod routes_contents;
+pub mod routes_git;
+pub mod routes_graphql;
+pub mod routes_issues;
+pub mod routes_pulls;
+pub mod routes_repository;
+pub mod scenario;
+pub mod scenario_counts;
+pub mod scenario_ledger;
+pub mod server;
+pub mod state;
+
+pub use builder::{ClosedSpec, CommitSpec, JobSpec, PullRequestSpec, RunSpec};
+pub use clock::Timestamp;
+pub use faults::{FaultConfig, FaultRule, FaultTiming, RateLimitConfig};
+pub use server::{FakeGitHub, FakeGitHubHandle, InjectedFault, LoggedRequest, RequestCounts};
+pub use state::{
+    Commit, Dispatch, GitIdentity, IssueComment, Job, Label, PullRequest, PullState, RepoState,
+    Workflow, WorkflowRun,
+};

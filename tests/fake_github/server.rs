@@ -1,0 +1,447 @@
+//! The HTTP server: starting it on 127.0.0.1 in its own thread, the handle tests hold, and the
+//! middleware that gives every GitHub route GitHub's cross-cutting behaviour — authentication by
+//! token, the primary rate limit and its headers, injected latency and faults, the repository
+//! check, and the request log.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use super::clock::Timestamp;
+use super::errors::{ApiError, docs, json_response};
+use super::faults::{
+    FaultConfig, FaultEngine, FaultKind, FaultTiming, PlannedFault, RateLimitConfig, RateWindow,
+    fault_body, is_write,
+};
+use super::prng::user_id;
+use super::state::RepoState;
+
+/// Who is calling and under which base URL the server was reached (for absolute URLs).
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    pub login: String,
+    pub api: String,
+}
+
+/// A fault the server injected into one answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InjectedFault {
+    pub kind: FaultKind,
+    pub status: u16,
+    /// The request was handled (a write took effect) before the answer was replaced.
+    pub after_handling: bool,
+}
+
+/// One request as the server saw and answered it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoggedRequest {
+    pub sequence: u64,
+    pub method: String,
+    /// Path and query, as sent.
+    pub path: String,
+    pub status: u16,
+    pub fault: Option<InjectedFault>,
+    /// The token's login; `None` for a missing or unknown token.
+    pub login: Option<String>,
+}
+
+impl LoggedRequest {
+    pub fn is_write(&self) -> bool {
+        is_write(&self.method)
+    }
+}
+
+/// Counters over the request log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    pub total: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// Answers replaced by an injected fault (the primary rate limit included).
+    pub faulted: u64,
+}
+
+impl RequestCounts {
+    pub fn of(log: &[LoggedRequest]) -> Self {
+        let mut counts = RequestCounts::default();
+        for request in log {
+            counts.total += 1;
+            if request.is_write() {
+                counts.writes += 1;
+            } else {
+                counts.reads += 1;
+            }
+            if request.fault.is_some() {
+                counts.faulted += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// Faults, rate-limit windows and the request log.
+#[derive(Debug)]
+pub struct Control {
+    pub faults: FaultEngine,
+    pub rate_limit: RateLimitConfig,
+    windows: HashMap<&'static str, RateWindow>,
+    pub log: Vec<LoggedRequest>,
+}
+
+impl Control {
+    fn new() -> Self {
+        Control {
+            faults: FaultEngine::new(FaultConfig::default()),
+            rate_limit: RateLimitConfig::default(),
+            windows: HashMap::new(),
+            log: Vec::new(),
+        }
+    }
+
+    pub fn set_faults(&mut self, config: FaultConfig) {
+        self.faults = FaultEngine::new(config);
+    }
+
+    pub fn set_rate_limit(&mut self, config: RateLimitConfig) {
+        self.rate_limit = config;
+        self.windows.clear();
+    }
+
+    /// The resource's current window, renewed once its reset time has passed.
+    fn window(&mut self, resource: &'static str) -> &mut RateWindow {
+        let now = Timestamp::system_now().0;
+        let config = self.rate_limit.clone();
+        let window = self
+            .windows
+            .entry(resource)
+            .or_insert_with(|| RateWindow::new(&config, now));
+        if now >= window.reset_epoch {
+            *window = RateWindow::new(
+                &RateLimitConfig {
+                    remaining: config.limit,
+                    ..config
+                },
+                now,
+            );
+        }
+        window
+    }
+}
+
+/// State shared by the routes.
+#[derive(Clone)]
+pub struct Shared {
+    repo: Arc<Mutex<RepoState>>,
+    control: Arc<Mutex<Control>>,
+}
+
+impl Shared {
+    pub fn new(state: RepoState) -> Self {
+        Shared {
+            repo: Arc::new(Mutex::new(state)),
+            control: Arc::new(Mutex::new(Control::new())),
+        }
+    }
+
+    pub fn repo(&self) -> MutexGuard<'_, RepoState> {
+        self.repo
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn control(&self) -> MutexGuard<'_, Control> {
+        self.control
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Starts fake GitHub servers.
+pub struct FakeGitHub;
+
+impl FakeGitHub {
+    /// Serves `state` on 127.0.0.1 at a free port until the handle is dropped.
+    pub fn start(state: RepoState) -> FakeGitHubHandle {
+        FakeGitHub::start_on_port(state, 0).expect("the fake GitHub binds 127.0.0.1")
+    }
+
+    /// Serves `state` on 127.0.0.1:`port` (0 picks a free port).
+    pub fn start_on_port(state: RepoState, port: u16) -> std::io::Result<FakeGitHubHandle> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        listener.set_nonblocking(true)?;
+        let address = listener.local_addr()?;
+        let shared = Shared::new(state);
+        let app = router(shared.clone());
+        let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name(format!("fake-github-{}", address.port()))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime for the fake GitHub");
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)
+                        .expect("the listener joins the runtime");
+                    let stopped = async {
+                        let _ = stop_receiver.await;
+                    };
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(stopped)
+                        .await;
+                });
+            })?;
+        Ok(FakeGitHubHandle {
+            base_url: format!("http://{address}"),
+            shared,
+            stop: Some(stop_sender),
+        })
+    }
+}
+
+/// A running fake GitHub; dropping it stops the server.
+pub struct FakeGitHubHandle {
+    base_url: String,
+    shared: Shared,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeGitHubHandle {
+    /// `http://127.0.0.1:PORT` — the REST base (`GITHUB_API_URL`).
+    pub fn base_url(&self) -> String {
+        self.base_url.clone()
+    }
+
+    /// `http://127.0.0.1:PORT/graphql` (`GITHUB_GRAPHQL_URL`).
+    pub fn graphql_url(&self) -> String {
+        format!("{}/graphql", self.base_url)
+    }
+
+    /// Reads or changes the repository state in place.
+    pub fn with_state<R>(&self, change: impl FnOnce(&mut RepoState) -> R) -> R {
+        change(&mut self.shared.repo())
+    }
+
+    /// A copy of the repository state.
+    pub fn state(&self) -> RepoState {
+        self.shared.repo().clone()
+    }
+
+    pub fn replace_state(&self, state: RepoState) {
+        *self.shared.repo() = state;
+    }
+
+    pub fn request_log(&self) -> Vec<LoggedRequest> {
+        self.shared.control().log.clone()
+    }
+
+    pub fn clear_request_log(&self) {
+        self.shared.control().log.clear();
+    }
+
+    pub fn request_counts(&self) -> RequestCounts {
+        RequestCounts::of(&self.shared.control().log)
+    }
+
+    /// Replaces the fault configuration (and restarts its counters).
+    pub fn set_faults(&self, config: FaultConfig) {
+        self.shared.control().set_faults(config);
+    }
+
+    pub fn set_rate_limit(&self, config: RateLimitConfig) {
+        self.shared.control().set_rate_limit(config);
+    }
+}
+
+impl Drop for FakeGitHubHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Every route, behind the GitHub middleware (which lets `/_fake/…` through untouched).
+pub fn router(shared: Shared) -> Router {
+    Router::new()
+        .merge(super::routes_repository::routes())
+        .merge(super::routes_pulls::routes())
+        .merge(super::routes_issues::routes())
+        .merge(super::routes_git::routes())
+        .merge(super::routes_contents::routes())
+        .merge(super::routes_actions::routes())
+        .merge(super::routes_graphql::routes())
+        .merge(super::routes_admin::routes())
+        .fallback(|| async { ApiError::not_found(docs::REST) })
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            github_semantics,
+        ))
+        .with_state(shared)
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let scheme = scheme.to_ascii_lowercase();
+    (scheme == "bearer" || scheme == "token").then(|| token.trim().to_string())
+}
+
+fn api_base(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+/// Requests under `/repos/{owner}/{repo}` must name this repository.
+fn names_this_repository(state: &RepoState, path: &str) -> bool {
+    let mut segments = path.trim_start_matches('/').split('/');
+    if segments.next() != Some("repos") {
+        return true;
+    }
+    let owner = segments.next().unwrap_or("");
+    let name = segments.next().unwrap_or("");
+    owner.eq_ignore_ascii_case(&state.owner) && name.eq_ignore_ascii_case(&state.name)
+}
+
+fn fault_answer(fault: &PlannedFault) -> Response {
+    let mut response = json_response(fault.status, &fault_body(fault));
+    if let Some(seconds) = fault.retry_after_seconds {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+fn primary_limit_answer(login: &str) -> Response {
+    let message = format!(
+        "API rate limit exceeded for user ID {}. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000 and timestamp {} UTC.",
+        user_id(login),
+        Timestamp::system_now()
+    );
+    ApiError::new(403, message, docs::RATE_LIMITS).into_response()
+}
+
+/// GitHub's cross-cutting behaviour around every route.
+async fn github_semantics(
+    State(shared): State<Shared>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path().to_string();
+    if path.starts_with("/_fake") {
+        return next.run(request).await;
+    }
+    let method = request.method().as_str().to_string();
+    let path_and_query = request
+        .uri()
+        .path_and_query()
+        .map(|value| value.as_str().to_string())
+        .unwrap_or_else(|| path.clone());
+    let api = api_base(request.headers());
+    let token = bearer_token(request.headers());
+    let (login, right_repository) = {
+        let repo = shared.repo();
+        let login = token
+            .as_deref()
+            .and_then(|token| repo.login_for_token(token))
+            .map(str::to_string);
+        (login, names_this_repository(&repo, &path))
+    };
+    let resource = if path == "/graphql" {
+        "graphql"
+    } else {
+        "core"
+    };
+    let plan = shared
+        .control()
+        .faults
+        .plan(&method, &path, &path_and_query);
+    if plan.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(plan.latency_ms)).await;
+    }
+    let mut injected = None;
+    let mut response = 'answer: {
+        let Some(caller) = login.clone() else {
+            let message = if token.is_some() {
+                "Bad credentials"
+            } else {
+                "Requires authentication"
+            };
+            break 'answer ApiError::new(401, message, docs::REST).into_response();
+        };
+        if !shared.control().window(resource).consume() {
+            injected = Some(InjectedFault {
+                kind: FaultKind::PrimaryRateLimit,
+                status: 403,
+                after_handling: false,
+            });
+            break 'answer primary_limit_answer(&caller);
+        }
+        if let Some(fault) = plan
+            .fault
+            .as_ref()
+            .filter(|fault| fault.timing == FaultTiming::BeforeHandling)
+        {
+            injected = Some(InjectedFault {
+                kind: fault.kind,
+                status: fault.status,
+                after_handling: false,
+            });
+            break 'answer fault_answer(fault);
+        }
+        if !right_repository {
+            break 'answer ApiError::not_found(docs::REST).into_response();
+        }
+        request
+            .extensions_mut()
+            .insert(RequestContext { login: caller, api });
+        let handled = next.run(request).await;
+        match plan
+            .fault
+            .as_ref()
+            .filter(|fault| fault.timing == FaultTiming::AfterHandling)
+        {
+            Some(fault) => {
+                injected = Some(InjectedFault {
+                    kind: fault.kind,
+                    status: fault.status,
+                    after_handling: true,
+                });
+                fault_answer(fault)
+            }
+            None => handled,
+        }
+    };
+    let mut control = shared.control();
+    let window = control.window(resource).clone();
+    let headers = response.headers_mut();
+    headers.insert("x-ratelimit-limit", HeaderValue::from(window.limit));
+    headers.insert(
+        "x-ratelimit-remaining",
+        HeaderValue::from(window.remaining()),
+    );
+    headers.insert("x-ratelimit-used", HeaderValue::from(window.used));
+    headers.insert("x-ratelimit-reset", HeaderValue::from(window.reset_epoch));
+    headers.insert("x-ratelimit-resource", HeaderValue::from_static(resource));
+    let sequence = control.log.len() as u64 + 1;
+    control.log.push(LoggedRequest {
+        sequence,
+        method,
+        path: path_and_query,
+        status: response.status().as_u16(),
+        fault: injected,
+        login,
+    });
+    response
+}

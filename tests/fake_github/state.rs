@@ -1,0 +1,263 @@
+//! The repository's state as plain, serializable data: git objects and refs, pull requests (which
+//! are also issues), comments, labels, workflows, runs, jobs and dispatches, plus the tokens the
+//! server accepts. `GET/PUT /_fake/state` dump and load exactly this document.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::Timestamp;
+
+/// One repository on a fake GitHub.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RepoState {
+    pub owner: String,
+    pub name: String,
+    pub repository_id: u64,
+    pub default_branch: String,
+    pub fork: bool,
+    /// Pinned "now" for everything the server creates; `None` follows the system clock.
+    pub now: Option<Timestamp>,
+    /// Bearer token → login.
+    pub tokens: BTreeMap<String, String>,
+    /// Commit sha → commit.
+    pub commits: BTreeMap<String, Commit>,
+    /// Tree sha → (file path → blob sha). Trees are flat: paths contain their directories.
+    pub trees: BTreeMap<String, BTreeMap<String, String>>,
+    /// Blob sha → content (text).
+    pub blobs: BTreeMap<String, String>,
+    /// Full ref name (`refs/heads/main`) → commit sha.
+    pub refs: BTreeMap<String, String>,
+    /// The repository's labels by name.
+    pub labels: BTreeMap<String, Label>,
+    /// Pull requests by number (issue numbers and pull numbers are the same sequence).
+    pub pulls: BTreeMap<u64, PullRequest>,
+    /// Issue comments by id.
+    pub comments: BTreeMap<u64, IssueComment>,
+    /// Workflows by id.
+    pub workflows: BTreeMap<u64, Workflow>,
+    /// Workflow runs by id.
+    pub runs: BTreeMap<u64, WorkflowRun>,
+    /// Jobs by run id.
+    pub jobs: BTreeMap<u64, Vec<Job>>,
+    /// Every accepted `workflow_dispatch`, in order.
+    pub dispatches: Vec<Dispatch>,
+    pub next_ids: NextIds,
+}
+
+/// Counters for the ids the server hands out.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NextIds {
+    pub issue_number: u64,
+    pub pull_id: u64,
+    pub comment_id: u64,
+    pub label_id: u64,
+    pub workflow_id: u64,
+    pub run_id: u64,
+    pub job_id: u64,
+    pub run_number: u64,
+}
+
+impl Default for NextIds {
+    fn default() -> Self {
+        NextIds {
+            issue_number: 1,
+            pull_id: 1_800_000_000,
+            comment_id: 2_100_000_000,
+            label_id: 6_000_000_000,
+            workflow_id: 90_000_000,
+            run_id: 10_000_000_000,
+            job_id: 30_000_000_000,
+            run_number: 1,
+        }
+    }
+}
+
+/// A git commit. Logins are what GitHub resolves from the emails; either may be `None`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Commit {
+    pub sha: String,
+    pub tree: String,
+    pub parents: Vec<String>,
+    pub message: String,
+    pub author: GitIdentity,
+    pub committer: GitIdentity,
+    pub author_login: Option<String>,
+    pub committer_login: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GitIdentity {
+    pub name: String,
+    pub email: String,
+    pub date: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Label {
+    pub id: u64,
+    pub name: String,
+    pub color: String,
+    pub description: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullState {
+    Open,
+    Closed,
+}
+
+impl PullState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullState::Open => "open",
+            PullState::Closed => "closed",
+        }
+    }
+}
+
+/// A pull request and the issue that carries its labels, comments and `closed_by`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: Option<String>,
+    pub author: String,
+    pub state: PullState,
+    pub draft: bool,
+    pub head_ref: String,
+    pub head_sha: String,
+    /// `owner/name` of the head repository; `None` when the fork was deleted.
+    pub head_repo: Option<String>,
+    pub base_ref: String,
+    pub labels: Vec<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub closed_at: Option<Timestamp>,
+    pub merged_at: Option<Timestamp>,
+    pub merge_commit_sha: Option<String>,
+    /// Login that closed the issue (GitHub's `closed_by` on `GET /issues/{n}`).
+    pub closed_by: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IssueComment {
+    pub id: u64,
+    pub issue_number: u64,
+    pub author: String,
+    pub body: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Workflow {
+    pub id: u64,
+    pub name: String,
+    /// `.github/workflows/<file>`.
+    pub path: String,
+    pub state: String,
+    /// Declared `workflow_dispatch` inputs; `None` accepts any input.
+    pub inputs: Option<Vec<String>>,
+}
+
+impl Workflow {
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkflowRun {
+    pub id: u64,
+    pub workflow_id: u64,
+    pub name: String,
+    pub display_title: String,
+    pub run_number: u64,
+    pub run_attempt: u64,
+    pub head_branch: Option<String>,
+    pub head_sha: String,
+    pub event: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub actor: String,
+    pub triggering_actor: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub run_started_at: Timestamp,
+    /// `owner/name` the run's head came from; `None` means this repository.
+    pub head_repository: Option<String>,
+    /// Inputs of a `workflow_dispatch` run (not part of GitHub's run JSON).
+    pub inputs: Option<serde_json::Value>,
+    pub check_suite_id: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    pub run_id: u64,
+    pub name: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub created_at: Timestamp,
+    pub started_at: Timestamp,
+    pub completed_at: Option<Timestamp>,
+    pub runner_name: Option<String>,
+}
+
+/// A `workflow_dispatch` the server accepted.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Dispatch {
+    pub workflow_id: u64,
+    pub workflow_path: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub inputs: serde_json::Value,
+    pub actor: String,
+    pub run_id: u64,
+    pub at: Timestamp,
+}
+
+impl RepoState {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    /// The state's clock: the pinned time, or the system clock.
+    pub fn now(&self) -> Timestamp {
+        self.now.unwrap_or_else(Timestamp::system_now)
+    }
+
+    pub fn login_for_token(&self, token: &str) -> Option<&str> {
+        self.tokens.get(token).map(String::as_str)
+    }
+
+    pub fn branch_sha(&self, branch: &str) -> Option<&str> {
+        self.refs
+            .get(&format!("refs/heads/{branch}"))
+            .map(String::as_str)
+    }
+
+    pub fn pull_by_node_id(&self, node_id: &str) -> Option<u64> {
+        self.pulls
+            .values()
+            .find(|pull| super::render::pull_node_id(pull.id) == node_id)
+            .map(|pull| pull.number)
+    }
+
+    /// Finds a workflow by file name (`klaud-plan.yml`), full path, or numeric id.
+    pub fn workflow_by_key(&self, key: &str) -> Option<&Workflow> {
+        if let Ok(id) = key.parse::<u64>() {
+            return self.workflows.get(&id);
+        }
+        self.workflows
+            .values()
+            .find(|workflow| workflow.path == key || workflow.file_name() == key)
+    }
+
+    pub fn jobs_of_run(&self, run_id: u64) -> &[Job] {
+        self.jobs.get(&run_id).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
