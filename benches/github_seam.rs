@@ -40,6 +40,7 @@ fn ledger_of(sessions: &[scenario::ScenarioSession]) -> Ledger {
             candidate: session.candidate.clone(),
             family: session.family.clone(),
             parent_run: session.parent_run_id,
+            parent_attempt: None,
             state: match session.state {
                 ScenarioState::Live => SessionState::Live,
                 ScenarioState::Parked => SessionState::Parked,

@@ -41,6 +41,10 @@ pub struct Session {
     pub family: String,
     /// Run id of the planner run that started it (its parent).
     pub parent_run: u64,
+    /// `GITHUB_RUN_ATTEMPT` of the parent that claimed it; absent in documents written before
+    /// attempts were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_attempt: Option<u32>,
     pub state: SessionState,
     pub started_at: DateTime<Utc>,
     #[serde(default)]
@@ -201,6 +205,7 @@ impl Ledger {
             candidate: candidate.to_string(),
             family: family.to_string(),
             parent_run,
+            parent_attempt: None,
             state: SessionState::Live,
             started_at: now,
             finished_at: None,
@@ -209,6 +214,27 @@ impl Ledger {
             pull_request: None,
             pending_outcome: None,
         });
+        Ok(())
+    }
+
+    /// [`Ledger::claim_family`], recording the parent's run attempt on the live session (a
+    /// repeated claim by a later attempt of the same run records that attempt).
+    pub fn claim_family_in_attempt(
+        &mut self,
+        candidate: &str,
+        family: &str,
+        parent_run: u64,
+        parent_attempt: u32,
+        now: DateTime<Utc>,
+    ) -> Result<(), ClaimRefusal> {
+        self.claim_family(candidate, family, parent_run, now)?;
+        if let Some(session) = self.sessions.iter_mut().rev().find(|session| {
+            session.candidate == candidate
+                && session.parent_run == parent_run
+                && session.state == SessionState::Live
+        }) {
+            session.parent_attempt = Some(parent_attempt);
+        }
         Ok(())
     }
 
@@ -334,6 +360,29 @@ mod tests {
             })
         );
         assert_eq!(ledger.live_sessions().count(), 1);
+    }
+
+    #[test]
+    fn a_claim_records_the_attempt_and_documents_without_one_still_read() {
+        let mut ledger = Ledger::empty();
+        let now = at("2026-11-30T10:00:00Z");
+        ledger.claim_family_in_attempt("a", "f", 7, 1, now).unwrap();
+        assert_eq!(ledger.sessions[0].parent_attempt, Some(1));
+        ledger.claim_family_in_attempt("a", "f", 7, 2, now).unwrap();
+        assert_eq!(
+            ledger.sessions.len(),
+            1,
+            "a later attempt repeats the claim"
+        );
+        assert_eq!(ledger.sessions[0].parent_attempt, Some(2));
+        assert!(ledger.to_json().contains("\"parent-attempt\": 2"));
+        let old = Ledger::from_json(
+            r#"{"version": 1, "sessions": [{"candidate": "a", "family": "f", "parent-run": 1,
+                "state": "live", "started-at": "2026-11-01T00:00:00Z"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(old.sessions[0].parent_attempt, None);
+        assert!(!old.to_json().contains("parent-attempt"));
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub fn inferencex_fixtures(test: &str) -> Option<PathBuf> {
     // Straight to the process's stderr: the test harness would hide an `eprintln!` of a
     // passing test.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
-    if std::env::var("KLAUD_REQUIRE_FIXTURES").is_ok_and(|value| !value.is_empty() && value != "0") {
+    if std::env::var("KLAUD_REQUIRE_FIXTURES").is_ok_and(|value| !value.is_empty() && value != "0")
+    {
         panic!("KLAUD_REQUIRE_FIXTURES is set and the fixtures are absent: {message}");
     }
     None
