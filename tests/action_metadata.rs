@@ -7,8 +7,14 @@ use std::collections::BTreeSet;
 
 use clap::CommandFactory;
 use klaud::shell::cli::Cli;
+use klaud::shell::github::RequestReport;
 use klaud::shell::modes::install_cli::InstallCliOutputs;
+use klaud::shell::modes::prepare_review::PrepareReviewOutputs;
+use klaud::shell::modes::recover::RecoverOutputs;
+use klaud::shell::modes::select::SelectOutputs;
+use klaud::shell::modes::status::StatusOutputs;
 use klaud::shell::modes::verify_baselines::VerifyBaselinesOutputs;
+use klaud::shell::modes::wake::WakeOutputs;
 use klaud::shell::outputs::output_pairs;
 use serde_yaml_ng::Value;
 
@@ -147,10 +153,53 @@ fn every_declared_output_is_one_the_binary_writes() {
         producer_runs: 0,
         deferred_reasons: Default::default(),
     };
+    let select = SelectOutputs {
+        selected: false,
+        candidates: Vec::new(),
+        requests: RequestReport {
+            counts: Default::default(),
+            max_operations: 100,
+            max_reads: 1000,
+        },
+    };
+    let requests = RequestReport {
+        counts: Default::default(),
+        max_operations: 100,
+        max_reads: 1000,
+    };
+    let wake = WakeOutputs {
+        dispatched: true,
+        wake_reason: "dispatch".into(),
+        planner_run: Some(1),
+        requests,
+    };
+    let prepare_review = PrepareReviewOutputs {
+        has_candidates: true,
+        review_schema: serde_json::json!({}),
+        requests,
+    };
+    let status = StatusOutputs {
+        live_sessions: 0,
+        requests,
+    };
+    let recover = RecoverOutputs {
+        reconciled: Vec::new(),
+        swept: Vec::new(),
+        left_alone: Vec::new(),
+        needs_inspection: Vec::new(),
+        resumed: Vec::new(),
+        refs_deleted: 0,
+        requests,
+    };
     let written: BTreeSet<String> = output_pairs(&sample)
         .expect("outputs serialize")
         .into_iter()
         .chain(output_pairs(&verify_baselines).expect("outputs serialize"))
+        .chain(output_pairs(&select).expect("outputs serialize"))
+        .chain(output_pairs(&wake).expect("outputs serialize"))
+        .chain(output_pairs(&prepare_review).expect("outputs serialize"))
+        .chain(output_pairs(&status).expect("outputs serialize"))
+        .chain(output_pairs(&recover).expect("outputs serialize"))
         .map(|(name, _)| name)
         .collect();
     for name in mapping_keys(&action["outputs"]) {

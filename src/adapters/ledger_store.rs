@@ -36,6 +36,9 @@ pub struct LedgerUpdate<T> {
     pub wrote: bool,
     /// Conflicts met before the decision held.
     pub conflicts: u32,
+    /// The blob sha of the stored document (`None` when there is none yet), so a later update
+    /// can start from it without reading again.
+    pub blob_sha: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -98,11 +101,24 @@ impl<'a> LedgerStore<'a> {
     /// conflict reads again and asks again.
     pub async fn update<T>(
         &self,
+        decide: impl FnMut(&Ledger) -> LedgerDecision<T>,
+    ) -> Result<LedgerUpdate<T>, LedgerError> {
+        self.update_starting_from(None, decide).await
+    }
+
+    /// [`LedgerStore::update`], deciding first on `loaded` (a document this pass already read or
+    /// wrote) instead of reading it again; a conflict reads the fresh document as usual.
+    pub async fn update_starting_from<T>(
+        &self,
+        mut loaded: Option<LoadedLedger>,
         mut decide: impl FnMut(&Ledger) -> LedgerDecision<T>,
     ) -> Result<LedgerUpdate<T>, LedgerError> {
         let mut conflicts = 0;
         for _ in 0..self.max_attempts {
-            let loaded = self.load().await?;
+            let loaded = match loaded.take() {
+                Some(loaded) => loaded,
+                None => self.load().await?,
+            };
             let (ledger, message, result) = match decide(&loaded.ledger) {
                 LedgerDecision::Keep(result) => {
                     return Ok(LedgerUpdate {
@@ -110,6 +126,7 @@ impl<'a> LedgerStore<'a> {
                         ledger: loaded.ledger,
                         wrote: false,
                         conflicts,
+                        blob_sha: loaded.blob_sha,
                     });
                 }
                 LedgerDecision::Write {
@@ -122,12 +139,13 @@ impl<'a> LedgerStore<'a> {
                 .store(&ledger, loaded.blob_sha.as_deref(), &message)
                 .await?
             {
-                FileWrite::Written { .. } => {
+                FileWrite::Written { blob_sha, .. } => {
                     return Ok(LedgerUpdate {
                         result,
                         ledger,
                         wrote: true,
                         conflicts,
+                        blob_sha: Some(blob_sha),
                     });
                 }
                 FileWrite::Conflict => conflicts += 1,

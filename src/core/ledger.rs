@@ -31,6 +31,10 @@ pub struct Ledger {
     /// The recovery pass allowed to do destructive work, if any.
     #[serde(default)]
     pub recovery_lease: Option<Lease>,
+    /// What recovery examined and leaves alone while it stays where it was, so later passes
+    /// need not read it again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<Kept>,
 }
 
 /// One agent session for one candidate.
@@ -94,6 +98,19 @@ pub struct Lease {
     pub taken_at: DateTime<Utc>,
 }
 
+/// Something recovery leaves alone while it points at `sha`: a candidate branch whose pull
+/// request a maintainer closed, a pull request with a maintainer's commit, a legacy lock ref that
+/// names no run. When it moves or disappears, the entry is dropped and it is examined again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Kept {
+    /// `branch:<name>` or `pull-request:<number>`.
+    pub object: String,
+    pub sha: String,
+    pub reason: String,
+    pub since: DateTime<Utc>,
+}
+
 /// Why the ledger text could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerReadError {
@@ -127,6 +144,7 @@ impl Ledger {
             sessions: Vec::new(),
             claims: Vec::new(),
             recovery_lease: None,
+            kept: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::core::install::parse_attempts;
+use crate::shell::github::GitHubArgs;
 
 /// Documented exit codes, shown by `--help`.
 pub const EXIT_CODES_HELP: &str = "\
@@ -84,6 +85,20 @@ pub enum Mode {
     InstallCli(InstallCliArgs),
     /// Re-run each candidate's baseline producer once per head and match every published point
     VerifyBaselines(VerifyBaselinesArgs),
+    /// Choose the candidates to start under cooldowns, occupancy and the concurrent cap, and
+    /// claim their families in the ledger
+    Select(SelectArgs),
+    /// Reconcile interrupted sessions, sweep abandoned work without touching a maintainer's, set
+    /// status labels, release claims, delete legacy lock refs and resume parked sessions
+    Recover(RecoverArgs),
+    /// On a workflow_run event: when a klaud smoke or sweep run ended, dispatch one recovery
+    /// pass of the planner workflow unless a pass that will see the ending is already pending
+    Wake(WakeArgs),
+    /// Write the evidence for the planner's overlap review: klaud's open pull requests with
+    /// their changed files, and the review's JSON Schema
+    PrepareReview(PrepareReviewArgs),
+    /// Show the ledger and the live sessions (read-only)
+    Status(StatusArgs),
 }
 
 impl Mode {
@@ -140,6 +155,58 @@ pub struct VerifyBaselinesArgs {
     pub repo_path: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Candidates file: a JSON array (or {"candidates": [...]}) of candidates (required)
+    #[arg(long, env = "KLAUD_CANDIDATES", value_name = "FILE")]
+    pub candidates: Option<PathBuf>,
+
+    /// The overlap review: a file, or the review JSON itself (a value starting with `{` or `[`)
+    /// [default: every candidate counts as proceed]
+    #[arg(long, env = "KLAUD_REVIEW", value_name = "FILE|JSON")]
+    pub review: Option<String>,
+
+    /// baselines.json written by verify-baselines: candidates not verified there are deferred
+    #[arg(long, env = "KLAUD_BASELINES", value_name = "FILE")]
+    pub baselines: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WakeArgs {
+    /// Seconds to wait after a dispatch until GitHub lists the planner run it started, so that a
+    /// wake right after this one sees it (0: look once)
+    #[arg(long, env = "KLAUD_CONFIRM_TIMEOUT", value_name = "SECONDS", default_value = "30", value_parser = parse_seconds)]
+    pub confirm_timeout: u64,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PrepareReviewArgs {
+    /// Candidates file: a JSON array (or {"candidates": [...]}) of candidates (required)
+    #[arg(long, env = "KLAUD_CANDIDATES", value_name = "FILE")]
+    pub candidates: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
 fn parse_bool(text: &str) -> Result<bool, String> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
@@ -166,6 +233,12 @@ fn parse_positive(text: &str) -> Result<u32, String> {
             text.trim()
         )),
     }
+}
+
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("'{}' is not a whole number of seconds", text.trim()))
 }
 
 fn parse_positive_u64(text: &str) -> Result<u64, String> {
@@ -231,6 +304,17 @@ mod tests {
 
     #[test]
     fn the_modes_are_listed_by_name() {
-        assert_eq!(Mode::names(), ["install-cli", "verify-baselines"]);
+        assert_eq!(
+            Mode::names(),
+            [
+                "install-cli",
+                "verify-baselines",
+                "select",
+                "recover",
+                "wake",
+                "prepare-review",
+                "status"
+            ]
+        );
     }
 }

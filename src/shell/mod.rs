@@ -1,10 +1,12 @@
 //! The imperative shell: command line, configuration, environment, outputs and one module per
 //! mode. It turns arguments into a finished step and an exit code.
 
+pub mod apply;
 pub mod cli;
 pub mod config;
 pub mod environment;
 pub mod error;
+pub mod gather;
 pub mod github;
 pub mod modes;
 pub mod outputs;
@@ -49,6 +51,11 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
     let result = match &cli.mode {
         Mode::InstallCli(arguments) => modes::install_cli::run(&context, arguments).await,
         Mode::VerifyBaselines(arguments) => modes::verify_baselines::run(&context, arguments).await,
+        Mode::Select(arguments) => modes::select::run(&context, arguments).await,
+        Mode::Recover(arguments) => modes::recover::run(&context, arguments).await,
+        Mode::Wake(arguments) => modes::wake::run(&context, arguments).await,
+        Mode::PrepareReview(arguments) => modes::prepare_review::run(&context, arguments).await,
+        Mode::Status(arguments) => modes::status::run(&context, arguments).await,
     };
     match result {
         Ok(()) => EXIT_DONE,

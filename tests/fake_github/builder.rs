@@ -177,6 +177,8 @@ impl RepoState {
             runs: BTreeMap::new(),
             jobs: BTreeMap::new(),
             dispatches: Vec::new(),
+            dispatched_run_listing_lag: 0,
+            unlisted_runs: BTreeMap::new(),
             next_ids: NextIds::default(),
         };
         let root = state.add_commit(

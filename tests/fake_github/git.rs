@@ -17,6 +17,34 @@ pub struct FileChange {
     pub blob_sha: Option<String>,
     pub additions: u64,
     pub deletions: u64,
+    /// The path before a rename (`previous_filename`).
+    pub previous_path: Option<String>,
+}
+
+/// Like GitHub, a file removed at one path and added with the same content at another is one
+/// `renamed` change carrying its `previous_filename`.
+fn pair_renames(changes: &mut Vec<FileChange>, before: &BTreeMap<String, String>) {
+    let mut renamed_from = Vec::new();
+    for index in 0..changes.len() {
+        if changes[index].status != "added" {
+            continue;
+        }
+        let blob = changes[index].blob_sha.clone();
+        let source = changes.iter().position(|change| {
+            change.status == "removed"
+                && !renamed_from.contains(&change.path)
+                && before.get(&change.path) == blob.as_ref()
+        });
+        if let Some(source) = source {
+            let previous = changes[source].path.clone();
+            renamed_from.push(previous.clone());
+            let change = &mut changes[index];
+            change.status = "renamed";
+            change.additions = 0;
+            change.previous_path = Some(previous);
+        }
+    }
+    changes.retain(|change| !(change.status == "removed" && renamed_from.contains(&change.path)));
 }
 
 /// The git identity GitHub shows for an account's web commits.
@@ -192,6 +220,7 @@ impl RepoState {
                     blob_sha: Some(blob.clone()),
                     additions: lines,
                     deletions: 0,
+                    previous_path: None,
                 }),
                 Some(old) if old != blob => changes.push(FileChange {
                     path: path.clone(),
@@ -199,6 +228,7 @@ impl RepoState {
                     blob_sha: Some(blob.clone()),
                     additions: lines,
                     deletions: self.blob_lines(old),
+                    previous_path: None,
                 }),
                 Some(_) => {}
             }
@@ -211,9 +241,11 @@ impl RepoState {
                     blob_sha: None,
                     additions: 0,
                     deletions: self.blob_lines(blob),
+                    previous_path: None,
                 });
             }
         }
+        pair_renames(&mut changes, &before);
         changes.sort_by(|left, right| left.path.cmp(&right.path));
         changes
     }

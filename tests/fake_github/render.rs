@@ -505,7 +505,7 @@ pub fn rest_commit(state: &RepoState, commit: &Commit, api: &str) -> Value {
 
 pub fn pull_file(state: &RepoState, change: &FileChange, api: &str) -> Value {
     let full_name = state.full_name();
-    json!({
+    let mut file = json!({
         "sha": change.blob_sha,
         "filename": change.path,
         "status": change.status,
@@ -515,7 +515,11 @@ pub fn pull_file(state: &RepoState, change: &FileChange, api: &str) -> Value {
         "blob_url": format!("{HTML_BASE}/{full_name}/blob/{}/{}", change.blob_sha.as_deref().unwrap_or("HEAD"), change.path),
         "raw_url": format!("{HTML_BASE}/{full_name}/raw/{}/{}", change.blob_sha.as_deref().unwrap_or("HEAD"), change.path),
         "contents_url": format!("{api}/repos/{full_name}/contents/{}", change.path),
-    })
+    });
+    if let Some(previous) = &change.previous_path {
+        file["previous_filename"] = json!(previous);
+    }
+    file
 }
 
 /// The metadata of a file in the contents API (without `content`).

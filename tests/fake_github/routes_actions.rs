@@ -250,9 +250,12 @@ fn filtered_runs<'a>(
     Ok((runs, capped))
 }
 
-fn runs_answer(state: &RepoState, api: &str, uri: &Uri, workflow_id: Option<u64>) -> ApiResult {
+fn runs_answer(state: &mut RepoState, api: &str, uri: &Uri, workflow_id: Option<u64>) -> ApiResult {
     let query = QueryParams::parse(uri.query());
-    let (runs, capped) = filtered_runs(state, &query, workflow_id)?;
+    let unlisted = take_one_listing_of_lag(state);
+    let state = &*state;
+    let (mut runs, capped) = filtered_runs(state, &query, workflow_id)?;
+    runs.retain(|run| !unlisted.contains(&run.id));
     let reachable = if capped {
         runs.len().min(FILTERED_RUNS_CAP)
     } else {
@@ -270,19 +273,32 @@ fn runs_answer(state: &RepoState, api: &str, uri: &Uri, workflow_id: Option<u64>
     Ok(paged_response(&body, link))
 }
 
+/// The runs this listing leaves out (dispatched too recently to be listed), counting the listing
+/// against each one's lag.
+fn take_one_listing_of_lag(state: &mut RepoState) -> Vec<u64> {
+    let unlisted: Vec<u64> = state.unlisted_runs.keys().copied().collect();
+    for listings_left in state.unlisted_runs.values_mut() {
+        *listings_left = listings_left.saturating_sub(1);
+    }
+    state
+        .unlisted_runs
+        .retain(|_, listings_left| *listings_left > 0);
+    unlisted
+}
+
 async fn list_workflow_runs(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
     Path(params): Params,
     uri: Uri,
 ) -> ApiResult {
-    let state = shared.repo();
+    let mut state = shared.repo();
     let key = params.get("workflow").cloned().unwrap_or_default();
     let workflow_id = state
         .workflow_by_key(&key)
         .map(|workflow| workflow.id)
         .ok_or_else(|| ApiError::not_found(docs::RUNS))?;
-    runs_answer(&state, &context.api, &uri, Some(workflow_id))
+    runs_answer(&mut state, &context.api, &uri, Some(workflow_id))
 }
 
 async fn list_all_runs(
@@ -290,8 +306,8 @@ async fn list_all_runs(
     Extension(context): Extension<RequestContext>,
     uri: Uri,
 ) -> ApiResult {
-    let state = shared.repo();
-    runs_answer(&state, &context.api, &uri, None)
+    let mut state = shared.repo();
+    runs_answer(&mut state, &context.api, &uri, None)
 }
 
 async fn get_run(
@@ -408,6 +424,10 @@ async fn dispatch_workflow(
     let inputs = Value::Object(inputs);
     if let Some(run) = state.runs.get_mut(&run_id) {
         run.inputs = Some(inputs.clone());
+    }
+    if state.dispatched_run_listing_lag > 0 {
+        let lag = state.dispatched_run_listing_lag;
+        state.unlisted_runs.insert(run_id, lag);
     }
     state.dispatches.push(Dispatch {
         workflow_id: workflow.id,

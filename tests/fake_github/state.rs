@@ -42,6 +42,13 @@ pub struct RepoState {
     pub jobs: BTreeMap<u64, Vec<Job>>,
     /// Every accepted `workflow_dispatch`, in order.
     pub dispatches: Vec<Dispatch>,
+    /// Run listings that leave out a newly dispatched run, as GitHub creates the run a moment
+    /// after it answered the dispatch (0: listed at once).
+    #[serde(default)]
+    pub dispatched_run_listing_lag: u64,
+    /// Run id → run listings that still leave the run out.
+    #[serde(default)]
+    pub unlisted_runs: BTreeMap<u64, u64>,
     pub next_ids: NextIds,
 }
 

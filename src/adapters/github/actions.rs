@@ -268,6 +268,27 @@ impl GitHubClient {
     }
 }
 
+impl GitHubClient {
+    /// Sends one `workflow_dispatch` of `workflow` on `git_ref` with `inputs`, and never sends it
+    /// again: on [`GitHubError::OutcomeUnknown`] the caller decides how to re-check (for instance
+    /// by looking for the run it would have started, whoever dispatched it).
+    pub async fn dispatch_workflow(
+        &self,
+        workflow: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<(), GitHubError> {
+        let path = self.repo_path(&format!(
+            "/actions/workflows/{}/dispatches",
+            encode(workflow)
+        ));
+        let body = json!({"ref": git_ref, "inputs": inputs});
+        self.send(ApiRequest::write(Method::POST, &path, Some(body)))
+            .await
+            .map(|_| ())
+    }
+}
+
 /// Everything since GitHub Actions could have run anything, up to a day from now.
 fn full_history() -> (DateTime<Utc>, DateTime<Utc>) {
     let start = Utc

@@ -7,7 +7,7 @@ use http::Method;
 use serde_json::json;
 
 use super::error::GitHubError;
-use super::models::{Commit, ContentFile, ContentWrite, GitObject, GitReference};
+use super::models::{Commit, ContentFile, ContentWrite, GitCommit, GitObject, GitReference};
 use super::pulls::encode;
 use super::transport::ApiRequest;
 use super::{GitHubClient, decode};
@@ -64,6 +64,26 @@ impl GitHubClient {
             .await
     }
 
+    /// The git commit object `sha` (its message).
+    pub async fn git_commit(&self, sha: &str) -> Result<GitCommit, GitHubError> {
+        self.get_json(&self.repo_path(&format!("/git/commits/{}", encode(sha))))
+            .await
+    }
+
+    /// Deletes `branch` as it is; the caller checked where it points. A branch already gone is
+    /// [`BranchDeletion::Missing`].
+    pub async fn delete_branch(&self, branch: &str) -> Result<BranchDeletion, GitHubError> {
+        let path = self.repo_path(&format!("/git/refs/heads/{}", ref_path(branch)));
+        match self
+            .send(ApiRequest::write(Method::DELETE, &path, None))
+            .await
+        {
+            Ok(_) => Ok(BranchDeletion::Deleted),
+            Err(error) if is_missing_reference(&error) => Ok(BranchDeletion::Missing),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Deletes `branch` only if it still points at `expected_sha`, re-checked just before.
     pub async fn delete_branch_if_at(
         &self,
@@ -78,15 +98,7 @@ impl GitHubClient {
                 now_at: current.object.sha,
             });
         }
-        let path = self.repo_path(&format!("/git/refs/heads/{}", ref_path(branch)));
-        match self
-            .send(ApiRequest::write(Method::DELETE, &path, None))
-            .await
-        {
-            Ok(_) => Ok(BranchDeletion::Deleted),
-            Err(error) if is_missing_reference(&error) => Ok(BranchDeletion::Missing),
-            Err(error) => Err(error),
-        }
+        self.delete_branch(branch).await
     }
 
     /// Reads `path` on `branch`; `None` when the file or the branch does not exist.

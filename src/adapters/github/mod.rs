@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod budget;
 pub mod error;
+pub mod event;
 pub mod git;
 pub mod graphql;
 pub mod models;

@@ -88,6 +88,24 @@ pub struct Issue {
     pub closed_by: Option<Account>,
     #[serde(default)]
     pub labels: Vec<Label>,
+    /// Present when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<IssuePullRequest>,
+}
+
+/// The pull request part of an issue.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssuePullRequest {
+    #[serde(default)]
+    pub merged_at: Option<DateTime<Utc>>,
+}
+
+/// A git commit object (`GET /git/commits/{sha}`): its message.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitCommit {
+    pub sha: String,
+    #[serde(default)]
+    pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -142,6 +160,14 @@ pub struct PullRequestFile {
     pub previous_filename: Option<String>,
 }
 
+/// How many files a pull request changes (`changed_files` of `GET /pulls/{n}`), which the file
+/// listing may not reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct PullRequestSize {
+    #[serde(default)]
+    pub changed_files: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WorkflowRun {
     pub id: u64,
@@ -151,6 +177,9 @@ pub struct WorkflowRun {
     pub workflow_id: Option<u64>,
     pub head_branch: Option<String>,
     pub head_sha: String,
+    /// The run's title (`run-name`, else what GitHub derives).
+    #[serde(default)]
+    pub display_title: Option<String>,
     pub event: String,
     /// `queued`, `in_progress`, `completed`, `waiting`, `requested`, `pending`.
     pub status: Option<String>,

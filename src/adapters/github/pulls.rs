@@ -5,9 +5,12 @@ use http::Method;
 use serde_json::json;
 
 use super::error::GitHubError;
-use super::models::{Comment, Commit, Issue, Label, PullRequest, PullRequestFile};
+use super::models::{Comment, Commit, Issue, Label, PullRequest, PullRequestFile, PullRequestSize};
 use super::transport::ApiRequest;
-use super::{GitHubClient, decode};
+use super::{GitHubClient, Listing, decode};
+
+/// The most changed files GitHub lists for one pull request.
+pub const PULL_REQUEST_FILES_CAP: u64 = 3_000;
 
 /// The result of posting a comment that carries a unique marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +63,39 @@ impl GitHubClient {
     ) -> Result<Vec<PullRequestFile>, GitHubError> {
         self.list_array(&self.repo_path(&format!("/pulls/{number}/files")))
             .await
+    }
+
+    /// Every changed file GitHub lists, or [`Listing::Incomplete`] when the pull request changes
+    /// more files than GitHub's listing reaches ([`PULL_REQUEST_FILES_CAP`]), which is checked
+    /// against the pull request's `changed_files` only when the cap was reached.
+    pub async fn pull_request_files_listing(
+        &self,
+        number: u64,
+    ) -> Result<Listing<PullRequestFile>, GitHubError> {
+        let files = self.pull_request_files(number).await?;
+        let listed = files.len() as u64;
+        if listed < PULL_REQUEST_FILES_CAP {
+            return Ok(Listing::Complete(files));
+        }
+        let size: Result<PullRequestSize, GitHubError> = self
+            .get_json(&self.repo_path(&format!("/pulls/{number}")))
+            .await;
+        Ok(match size {
+            Ok(size) if size.changed_files <= listed => Listing::Complete(files),
+            Ok(size) => Listing::Incomplete {
+                reason: format!(
+                    "GitHub lists at most {PULL_REQUEST_FILES_CAP} files of a pull request; this one changes {}",
+                    size.changed_files
+                ),
+                partial: files,
+            },
+            Err(_) => Listing::Incomplete {
+                reason: format!(
+                    "GitHub listed {listed} files, its cap, and the pull request's file count could not be read"
+                ),
+                partial: files,
+            },
+        })
     }
 
     /// The issue side of a pull request (`closed_by`).

@@ -1,7 +1,13 @@
 //! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
 
 pub mod install_cli;
+pub mod prepare_review;
+pub mod recover;
+pub mod select;
+pub mod status;
 pub mod verify_baselines;
+pub mod wake;
+pub mod work_files;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,245 @@
+//! Requests and wall time of one `recover` pass on the standard scenario (`BENCH-SCENARIO.md`)
+//! at 0 ms and 100 ms of server latency: the whole pass (snapshot, plan, apply with the default
+//! write budget of 100, both ledger writes), in process against the fake GitHub. A second row
+//! per latency is the next pass on the state the first one left (what a steady repository costs),
+//! and the last column counts what the reference design's documented algorithm would read on
+//! the same state.
+//!
+//! Run with `cargo bench --bench recover`.
+
+#[path = "../tests/fake_github/mod.rs"]
+mod fake_github;
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeZone, Utc};
+use fake_github::scenario::{self, SessionState as ScenarioState};
+use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, PullState, Timestamp};
+use klaud::adapters::github::{GitHubClient, GitHubSettings};
+use klaud::core::ledger::{Ledger, Session, SessionState};
+use klaud::core::outcome::Outcome;
+use klaud::core::policy::Policy;
+use klaud::shell::config::Config;
+use klaud::shell::github::GitHubConnection;
+use klaud::shell::modes::recover::{INSPECTION_READS_PER_PASS, PassReport, PassSettings, run_pass};
+
+const SEED: u64 = 42;
+const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
+/// The planner run this pass belongs to (not one of the scenario's).
+const OWN_RUN: u64 = 99_000_000_001;
+
+fn time(timestamp: Timestamp) -> DateTime<Utc> {
+    Utc.timestamp_opt(timestamp.0, 0)
+        .single()
+        .expect("valid time")
+}
+
+/// The scenario's 50 sessions as klaud's ledger.
+fn ledger_of(sessions: &[scenario::ScenarioSession]) -> Ledger {
+    let mut ledger = Ledger::empty();
+    for session in sessions {
+        ledger.sessions.push(Session {
+            candidate: session.candidate.clone(),
+            family: session.family.clone(),
+            parent_run: session.parent_run_id,
+            parent_attempt: None,
+            state: match session.state {
+                ScenarioState::Live => SessionState::Live,
+                ScenarioState::Parked => SessionState::Parked,
+                ScenarioState::Finished => SessionState::Finished,
+            },
+            started_at: time(session.started_at),
+            finished_at: session.finished_at.map(time),
+            outcome: session.outcome.as_deref().and_then(Outcome::parse),
+            agent_ran: true,
+            pull_request: session.pull_request,
+            pending_outcome: None,
+        });
+    }
+    ledger
+}
+
+fn policy() -> Policy {
+    let config = Config {
+        bot: scenario::BOT.into(),
+        ..Config::default()
+    };
+    config.policy(5, 1.0)
+}
+
+fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
+    let settings = GitHubSettings::new(
+        &server.base_url(),
+        &server.graphql_url(),
+        scenario::BOT_TOKEN,
+        "acme/bench",
+    );
+    let client = GitHubClient::new(&settings).expect("valid settings");
+    let label_client = client
+        .with_token(scenario::LABEL_TOKEN)
+        .expect("valid settings");
+    GitHubConnection {
+        client,
+        label_client,
+        max_operations: settings.max_writes,
+        max_reads: settings.max_reads,
+    }
+}
+
+async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
+    let connection = connection(server);
+    let settings = PassSettings {
+        own_run: OWN_RUN,
+        now: time(NOW),
+        dry_run: false,
+        inspection_reads: INSPECTION_READS_PER_PASS,
+    };
+    let started = Instant::now();
+    let report = run_pass(&connection, &policy(), &settings)
+        .await
+        .expect("the pass runs");
+    (report, started.elapsed())
+}
+
+/// What the reference design reads on this state: planner runs of ~10 days (filtered by a
+/// created window, 100 per page) and one artifact listing per run for cooldowns, each claim
+/// ref's commit, each ownership artifact of a live session, smoke runs per parent, plus the
+/// open pull requests and refs.
+fn reference_reads(server: &FakeGitHubHandle) -> u64 {
+    server.with_state(|state| {
+        let ten_days_ago = NOW.minus(10 * 86_400);
+        let planner = state
+            .workflow_by_key(scenario::PLANNER_WORKFLOW)
+            .map(|w| w.id);
+        let planner_runs = state
+            .runs
+            .values()
+            .filter(|run| Some(run.workflow_id) == planner && run.created_at >= ten_days_ago)
+            .count() as u64;
+        let claim_refs = state
+            .refs
+            .keys()
+            .filter(|name| name.starts_with("refs/heads/klaud/claim-"))
+            .count() as u64;
+        let open = state
+            .pulls
+            .values()
+            .filter(|pull| pull.state == PullState::Open)
+            .count() as u64;
+        let live_parents = 2;
+        planner_runs.div_ceil(100)
+            + planner_runs
+            + claim_refs
+            + 8
+            + live_parents
+            + open.div_ceil(100)
+            + 1
+    })
+}
+
+fn row(name: &str, latency_ms: u64, report: &PassReport, wall: Duration, reference: Option<u64>) {
+    let counts = report.requests.counts;
+    let plan = &report.plan;
+    let count = |verdict| {
+        plan.candidates
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .count()
+    };
+    println!(
+        "| {name} | {latency_ms} ms | {} | {} | {:.2} s | {} swept, {} reconciled, {} need inspection, {} live, {} parked, {} refs deleted | {} |",
+        counts.reads,
+        counts.writes,
+        wall.as_secs_f64(),
+        count(klaud::core::recover::Verdict::Swept),
+        count(klaud::core::recover::Verdict::Reconciled),
+        count(klaud::core::recover::Verdict::NeedsInspection),
+        count(klaud::core::recover::Verdict::Live),
+        count(klaud::core::recover::Verdict::Parked),
+        report.refs_deleted(),
+        reference
+            .map(|reads| reads.to_string())
+            .unwrap_or_else(|| "-".into()),
+    );
+}
+
+/// The first pass's requests by kind, for the note.
+fn breakdown(server: &FakeGitHubHandle) -> String {
+    let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for request in server.request_log() {
+        let path = request.path.as_str();
+        let kind = match (request.method.as_str(), path) {
+            (_, p) if p.contains("/contents/ledger.json") => "ledger",
+            ("GET", p) if p.contains("/pulls?") => "pull request listing",
+            ("GET", p) if p.contains("/commits") => "commits",
+            ("GET", p) if p.contains("/pulls/") || p.contains("/issues/") => "pull request / issue",
+            ("GET", p) if p.contains("/matching-refs/") || p.contains("/git/ref/") => "refs",
+            ("GET", p) if p.contains("/jobs") => "jobs",
+            ("GET", p) if p.contains("/actions/") => "runs",
+            ("GET", _) => "other reads",
+            ("POST", p) if p.contains("/cancel") => "cancel",
+            (_, p) if p.contains("/labels") => "labels",
+            ("PATCH", p) if p.contains("/pulls/") => "close",
+            ("DELETE", p) if p.contains("/git/refs/heads/klaud/auto-") => "delete branch",
+            ("DELETE", p) if p.contains("/git/refs/") => "delete lock ref",
+            _ => "other writes",
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    kinds
+        .iter()
+        .map(|(kind, count)| format!("{kind} {count}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[tokio::main]
+async fn main() {
+    println!("standard scenario, seed {SEED}; fake GitHub on 127.0.0.1; max-operations 100");
+    println!("| pass | latency | reads | writes | wall | what it did | reference design reads |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut notes = Vec::new();
+    for latency_ms in [0, 100] {
+        let mut generated = scenario::generate(SEED, NOW);
+        let ledger = ledger_of(&generated.sessions);
+        generated.write_ledger(&ledger.to_json());
+        let server = FakeGitHub::start(generated.state);
+        server.set_faults(FaultConfig {
+            latency_ms,
+            ..FaultConfig::default()
+        });
+        let reference = reference_reads(&server);
+        let (first, wall) = pass(&server).await;
+        row("first pass", latency_ms, &first, wall, Some(reference));
+        notes.push(format!(
+            "first pass at {latency_ms} ms: {}",
+            breakdown(&server)
+        ));
+        // Later passes clear the backlog (legacy lock refs at 100 writes a pass); the last row
+        // is a pass with nothing left to do.
+        for number in 2..=30 {
+            server.clear_request_log();
+            let (report, wall) = pass(&server).await;
+            let quiet = report.requests.counts.writes == 0;
+            if number == 2 || quiet {
+                let name = if quiet {
+                    format!("pass {number} (nothing left)")
+                } else {
+                    format!("pass {number}")
+                };
+                row(&name, latency_ms, &report, wall, None);
+            }
+            if quiet {
+                notes.push(format!(
+                    "pass {number} at {latency_ms} ms: {}",
+                    breakdown(&server)
+                ));
+                break;
+            }
+        }
+    }
+    println!();
+    for note in notes {
+        println!("- {note}");
+    }
+}

@@ -1,0 +1,231 @@
+//! Writes as data: every change a mode wants made on GitHub is an [`Action`], grouped into
+//! [`ActionGroup`]s that the shell applies in order, re-checking each target just before it is
+//! changed. Nothing here performs a write; `shell::apply` is the one place that does, and the
+//! one place that knows about dry-run.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// One change on GitHub.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    /// Cancel a run that has not finished (a run that finished meanwhile is not an error).
+    CancelRun {
+        run_id: u64,
+        workflow: String,
+    },
+    /// Make `label` the pull request's only status label: add it when missing and remove each
+    /// of `others` (every other status label) that is there. Written with the label token.
+    SetStatusLabel {
+        pull_request: u64,
+        label: Option<String>,
+        others: Vec<String>,
+    },
+    /// Remove a label (a sweep label) when present.
+    RemoveLabel {
+        pull_request: u64,
+        label: String,
+    },
+    MarkReady {
+        pull_request: u64,
+        node_id: String,
+    },
+    /// Redraft an open pull request (never a closed one).
+    ConvertToDraft {
+        pull_request: u64,
+        node_id: String,
+    },
+    ClosePullRequest {
+        pull_request: u64,
+    },
+    /// Delete a branch only while it still points at `expected_sha`.
+    DeleteBranch {
+        branch: String,
+        expected_sha: String,
+    },
+    /// Delete a legacy lock ref only while it still points at `expected_sha`.
+    DeleteLockRef {
+        name: String,
+        expected_sha: String,
+    },
+    /// Start a candidate's workflow again (`workflow_dispatch` with the candidate as input).
+    DispatchCandidate {
+        candidate: String,
+        workflow: String,
+        git_ref: String,
+    },
+}
+
+impl Action {
+    /// The pull request this action changes, if any.
+    pub fn pull_request(&self) -> Option<u64> {
+        match self {
+            Action::SetStatusLabel { pull_request, .. }
+            | Action::RemoveLabel { pull_request, .. }
+            | Action::MarkReady { pull_request, .. }
+            | Action::ConvertToDraft { pull_request, .. }
+            | Action::ClosePullRequest { pull_request } => Some(*pull_request),
+            _ => None,
+        }
+    }
+
+    /// Writes this action sends at most when nothing goes wrong.
+    pub fn writes(&self) -> u64 {
+        match self {
+            // Usually one label added and the previous one removed.
+            Action::SetStatusLabel { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::CancelRun { run_id, workflow } => {
+                write!(formatter, "cancel run {run_id} ({workflow})")
+            }
+            Action::SetStatusLabel {
+                pull_request,
+                label: Some(label),
+                ..
+            } => write!(formatter, "set status label {label} on #{pull_request}"),
+            Action::SetStatusLabel {
+                pull_request,
+                label: None,
+                ..
+            } => write!(formatter, "remove the status labels of #{pull_request}"),
+            Action::RemoveLabel {
+                pull_request,
+                label,
+            } => write!(formatter, "remove label {label} from #{pull_request}"),
+            Action::MarkReady { pull_request, .. } => {
+                write!(formatter, "mark #{pull_request} ready for review")
+            }
+            Action::ConvertToDraft { pull_request, .. } => {
+                write!(formatter, "convert #{pull_request} to a draft")
+            }
+            Action::ClosePullRequest { pull_request } => write!(formatter, "close #{pull_request}"),
+            Action::DeleteBranch {
+                branch,
+                expected_sha,
+            } => write!(
+                formatter,
+                "delete branch {branch} (if still at {})",
+                short(expected_sha)
+            ),
+            Action::DeleteLockRef { name, expected_sha } => write!(
+                formatter,
+                "delete legacy lock ref {name} (if still at {})",
+                short(expected_sha)
+            ),
+            Action::DispatchCandidate {
+                candidate,
+                workflow,
+                git_ref,
+            } => write!(
+                formatter,
+                "dispatch {workflow} on {git_ref} for candidate {candidate}"
+            ),
+        }
+    }
+}
+
+/// What a pull request must still look like, re-read just before the group's first change to
+/// it; any difference drops the group's remaining actions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PullRequestCheck {
+    pub number: u64,
+    /// The head the decision examined; `None` when any head will do (status labels of a live
+    /// session, whose agent may still push).
+    pub head_sha: Option<String>,
+    /// The author the pull request must have (the bot).
+    pub author: String,
+    /// `Some(true)`: must still be a draft; `Some(false)`: must still be ready.
+    pub draft: Option<bool>,
+    /// The label that hands a pull request to maintainers: it must not be there.
+    pub handoff_label: String,
+}
+
+/// What the ledger must still say about the group's candidate when the pass writes it, or the
+/// group is dropped (another pass or mode changed the candidate meanwhile).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "expect", rename_all = "kebab-case")]
+pub enum LedgerExpectation {
+    /// No live or parked session of the candidate.
+    NoOpenSession,
+    /// The live session with this parent run, finished by this pass.
+    FinishedByThisPass { parent_run: u64 },
+    /// The parked session resumed by this pass.
+    ResumedByThisPass,
+    /// Nothing about the candidate (legacy refs, labels of live sessions).
+    Nothing,
+}
+
+/// Actions applied one after another; the first one that fails or is dropped stops the rest
+/// (unless `independent`), which the next pass does again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ActionGroup {
+    /// What the group is about: a candidate id, or e.g. `legacy lock refs`.
+    pub subject: String,
+    pub candidate: Option<String>,
+    /// Checked before the group's first pull request change.
+    pub pull_request_check: Option<PullRequestCheck>,
+    /// Only a pass holding the recovery lease may apply it.
+    pub destructive: bool,
+    pub ledger_expectation: LedgerExpectation,
+    /// Each action stands alone: one failing does not stop the others.
+    pub independent: bool,
+    pub actions: Vec<Action>,
+}
+
+impl ActionGroup {
+    pub fn writes(&self) -> u64 {
+        self.actions.iter().map(Action::writes).sum()
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_read_as_sentences() {
+        let actions = [
+            Action::CancelRun {
+                run_id: 7,
+                workflow: "e2e-tests.yml".into(),
+            },
+            Action::SetStatusLabel {
+                pull_request: 3,
+                label: Some("klaud-error".into()),
+                others: vec!["klaud-in-progress".into()],
+            },
+            Action::ClosePullRequest { pull_request: 3 },
+            Action::DeleteBranch {
+                branch: "klaud/auto-a".into(),
+                expected_sha: "0123456789abcdef".into(),
+            },
+        ];
+        let lines: Vec<String> = actions.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "cancel run 7 (e2e-tests.yml)",
+                "set status label klaud-error on #3",
+                "close #3",
+                "delete branch klaud/auto-a (if still at 0123456)",
+            ]
+        );
+        assert_eq!(actions[1].writes(), 2);
+        assert_eq!(actions[2].pull_request(), Some(3));
+    }
+}

@@ -1,0 +1,529 @@
+//! One candidate's verdict (contract §5): live, parked, reconciled (its parent ended: record the
+//! outcome, clean up per §4), swept (abandoned: cancel the bot's smoke runs, close the bot-only
+//! draft, delete the branch closed by the bot), left alone or needs inspection.
+//!
+//! The guards are checked in one place (`guards.rs`) before anything is planned:
+//! a pull request whose head moved to a commit that is not the bot's, a sweep run started by
+//! anyone but the bot after the session ended, a ready pull request without a validated record,
+//! or any read that failed make the candidate "needs inspection", and a candidate that needs
+//! inspection gets no action at all — the same pass cannot sweep it afterwards.
+
+use chrono::{DateTime, Utc};
+
+use super::cleanup::{cancel_bot_smokes, cleanup_group};
+use super::guards::{
+    BranchFinding, Examination, deletable_branch, examine_pull_request, maintainer_sweep,
+};
+use super::labels::status_label_sync;
+use super::liveness::{Alive, Liveness};
+use super::{Decider, RunSeen, Seen, Verdict};
+use crate::core::ledger::{Kept, Session, SessionState};
+use crate::core::outcome::{BranchOnCleanup, Outcome, StatusLabel};
+use crate::core::plan::{ActionGroup, LedgerExpectation};
+use crate::core::recover::ledger_plan::OutcomeRecord;
+use crate::core::snapshot::PullRequestFact;
+
+pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
+    let snapshot = decider.snapshot;
+    let policy = decider.policy;
+    let branch = policy.candidate_branch(id);
+    let session = decider.session_of(id);
+    let open_session = session.filter(|session| session.state != SessionState::Finished);
+    let pulls: Vec<&PullRequestFact> = snapshot
+        .open_pull_requests
+        .items
+        .iter()
+        .filter(|pull| pull.head_branch == branch && pull.from_this_repository)
+        .collect();
+    let pull = pulls.first().copied();
+    let number = pull.map(|pull| pull.number);
+    let recorded = session.and_then(|session| session.outcome);
+
+    if let Some(gap) = &snapshot.open_pull_requests.gap {
+        let reason = format!("the open pull requests could not all be listed ({gap})");
+        return decider.report(id, number, Verdict::Skipped, recorded, reason, None);
+    }
+    if pulls.len() > 1 {
+        let numbers: Vec<String> = pulls.iter().map(|p| format!("#{}", p.number)).collect();
+        let reason = format!(
+            "several open pull requests from {branch}: {}",
+            numbers.join(", ")
+        );
+        return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+    }
+    if let Some(pull) = pull
+        && pull.author.as_deref() != Some(policy.bot.as_str())
+    {
+        let reason = format!(
+            "#{} was opened by {}, not by the bot",
+            pull.number,
+            pull.author.as_deref().unwrap_or("a deleted account")
+        );
+        return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+    }
+    let handed_off = pull.is_some_and(|pull| pull.labels.contains(&policy.handoff_label));
+    if open_session.is_some_and(|session| session.state == SessionState::Parked) && !handed_off {
+        return decider.report(
+            id,
+            number,
+            Verdict::Parked,
+            None,
+            "waiting for room under the cap",
+            None,
+        );
+    }
+    match liveness.of(decider, id, session) {
+        Alive::Yes(why) => {
+            let group = pull
+                .filter(|_| !handed_off)
+                .and_then(|pull| status_label_sync(decider, id, pull, StatusLabel::InProgress));
+            return decider.report(id, number, Verdict::Live, None, why, group);
+        }
+        Alive::Unknown(why) => {
+            return decider.report(id, number, Verdict::Skipped, recorded, why, None);
+        }
+        Alive::Unreadable(why) => {
+            return decider.report(id, number, Verdict::NeedsInspection, recorded, why, None);
+        }
+        Alive::No => {}
+    }
+    if let Some(gap) = &snapshot.refs.gap {
+        // A branch that was not listed may still exist: nothing is cleaned up on a guess.
+        let reason = format!("the candidate branches could not all be listed ({gap})");
+        return decider.report(id, number, Verdict::Skipped, recorded, reason, None);
+    }
+    if handed_off {
+        return hand_off(decider, id, pull.map(|pull| pull.number), open_session);
+    }
+    match (open_session, pull) {
+        (Some(session), _) => reconcile(decider, id, session, pull, liveness),
+        (None, Some(pull)) => sweep(decider, id, session, pull, liveness),
+        (None, None) => decider.report(
+            id,
+            None,
+            Verdict::LeftAlone,
+            recorded,
+            "no open session or pull request",
+            None,
+        ),
+    }
+}
+
+/// A handed-off pull request is never changed again; a live session whose parent ended is
+/// recorded as `handoff`.
+fn hand_off(decider: &mut Decider<'_>, id: &str, number: Option<u64>, session: Option<&Session>) {
+    let label = decider.policy.handoff_label.clone();
+    match session.filter(|session| session.state == SessionState::Live) {
+        Some(session) => {
+            decider.ledger.outcomes.push(OutcomeRecord {
+                candidate: id.to_string(),
+                parent_run: session.parent_run,
+                outcome: Outcome::Handoff,
+                agent_ran: true,
+            });
+            let reason = format!(
+                "its parent run {} ended and the pull request carries {label}: recorded as handoff, nothing on GitHub touched",
+                session.parent_run
+            );
+            decider.report(
+                id,
+                number,
+                Verdict::Reconciled,
+                Some(Outcome::Handoff),
+                reason,
+                None,
+            );
+        }
+        None => {
+            let reason = format!("handed off to maintainers ({label})");
+            let outcome = decider.session_of(id).and_then(|session| session.outcome);
+            decider.report(id, number, Verdict::LeftAlone, outcome, reason, None);
+        }
+    }
+}
+
+/// A live session whose parent ended: record its outcome, then clean up per the outcome.
+fn reconcile(
+    decider: &mut Decider<'_>,
+    id: &str,
+    session: &Session,
+    pull: Option<&PullRequestFact>,
+    liveness: &Liveness,
+) {
+    let parent = session.parent_run;
+    let ended_at = match decider.run_state(parent) {
+        RunSeen::Ended(ended_at) => ended_at.unwrap_or(session.started_at),
+        // `Alive::No` for a live session means its parent ended.
+        _ => session.started_at,
+    };
+    let pending = session.pending_outcome;
+    let record = |outcome| OutcomeRecord {
+        candidate: id.to_string(),
+        parent_run: parent,
+        outcome,
+        agent_ran: true,
+    };
+    let Some(pull) = pull else {
+        return reconcile_without_open_pull_request(decider, id, session, ended_at, liveness);
+    };
+    let number = Some(pull.number);
+    if !pull.draft {
+        if pending == Some(Outcome::Validated) {
+            // The session reported validated and marked it ready before its parent ended.
+            decider.ledger.outcomes.push(record(Outcome::Validated));
+            let reason = format!(
+                "its parent run {parent} ended after it reported validated; #{} stays ready",
+                pull.number
+            );
+            return decider.report(
+                id,
+                number,
+                Verdict::Reconciled,
+                Some(Outcome::Validated),
+                reason,
+                None,
+            );
+        }
+        let reason = format!(
+            "#{} is ready for review without a validated record: reconciling never closes or redrafts it",
+            pull.number
+        );
+        return decider.report(id, number, Verdict::NeedsInspection, None, reason, None);
+    }
+    let (maintainer_commit, final_sweep_succeeded) =
+        match examine_pull_request(decider, pull, ended_at, "its parent ended") {
+            Examination::Clear {
+                active_sweep: Some(run),
+                ..
+            } => {
+                let reason = format!("sweep run {run} on its branch is active");
+                return decider.report(id, number, Verdict::Live, None, reason, None);
+            }
+            Examination::Clear {
+                maintainer_commit,
+                final_sweep_succeeded,
+                ..
+            } => (maintainer_commit, final_sweep_succeeded),
+            Examination::NeedsInspection { reason, .. } => {
+                return decider.report(id, number, Verdict::NeedsInspection, None, reason, None);
+            }
+            Examination::Waiting(what) => return waiting(decider, id, number, &what),
+        };
+    let (outcome, why) = if final_sweep_succeeded {
+        (
+            Outcome::Validated,
+            "the final sweep on its head succeeded".to_string(),
+        )
+    } else if let Some(pending) = pending {
+        (
+            pending,
+            "the outcome it reported before its parent ended".to_string(),
+        )
+    } else {
+        (Outcome::NoOutcome, "no outcome was reported".to_string())
+    };
+    decider.ledger.outcomes.push(record(outcome));
+    let mut reason = format!("its parent run {parent} ended; {outcome}: {why}");
+    let group = match maintainer_commit {
+        Some(login) => {
+            reason.push_str(&format!(
+                "; #{} has a commit by {login}: left as it is",
+                pull.number
+            ));
+            None
+        }
+        None => Some(cleanup_group(
+            decider,
+            id,
+            Some(pull),
+            outcome,
+            LedgerExpectation::FinishedByThisPass { parent_run: parent },
+            liveness,
+            &mut reason,
+        )),
+    };
+    decider.report(
+        id,
+        number,
+        Verdict::Reconciled,
+        Some(outcome),
+        reason,
+        group,
+    );
+}
+
+/// A live session whose parent ended without an open pull request: its pull request was
+/// closed (by a maintainer: `closed-by-maintainer`), merged, or never opened.
+fn reconcile_without_open_pull_request(
+    decider: &mut Decider<'_>,
+    id: &str,
+    session: &Session,
+    ended_at: DateTime<Utc>,
+    liveness: &Liveness,
+) {
+    let branch = decider.policy.candidate_branch(id);
+    let parent = session.parent_run;
+    let number = match session.pull_request {
+        Some(number) => Some(number),
+        None => match decider.branch_pull_requests(&branch) {
+            Seen::Known(pulls) => pulls
+                .iter()
+                .filter(|pull| pull.from_this_repository && pull.created_at >= session.started_at)
+                .map(|pull| pull.number)
+                .max(),
+            Seen::Failed(error) => {
+                let reason = format!("the pull requests of {branch} could not be read ({error})");
+                return decider.report(id, None, Verdict::NeedsInspection, None, reason, None);
+            }
+            Seen::Unread => return waiting(decider, id, None, "its pull requests"),
+        },
+    };
+    let fallback = session.pending_outcome.unwrap_or(Outcome::NoOutcome);
+    let mut closed_by_bot = false;
+    let (outcome, mut reason) = match number {
+        None => (
+            fallback,
+            format!("its parent run {parent} ended before it opened a pull request; {fallback}"),
+        ),
+        Some(number) => match decider.issue(number) {
+            Seen::Unread => {
+                return waiting(decider, id, Some(number), "who closed its pull request");
+            }
+            Seen::Failed(error) => {
+                let reason = format!("#{number} could not be read ({error})");
+                return decider.report(
+                    id,
+                    Some(number),
+                    Verdict::NeedsInspection,
+                    None,
+                    reason,
+                    None,
+                );
+            }
+            Seen::Known(issue) if issue.open => {
+                let reason =
+                    format!("#{number} is open but was not listed: left for the next pass");
+                return decider.report(id, Some(number), Verdict::Skipped, None, reason, None);
+            }
+            Seen::Known(issue) if issue.merged => {
+                let outcome = session.pending_outcome.unwrap_or(Outcome::Validated);
+                (
+                    outcome,
+                    format!("its parent run {parent} ended and #{number} was merged; {outcome}"),
+                )
+            }
+            Seen::Known(issue)
+                if issue.closed_by.as_deref() != Some(decider.policy.bot.as_str()) =>
+            {
+                (
+                    Outcome::ClosedByMaintainer,
+                    format!(
+                        "#{number} was closed unmerged by {}",
+                        issue.closed_by.as_deref().unwrap_or("someone")
+                    ),
+                )
+            }
+            Seen::Known(_) => {
+                closed_by_bot = true;
+                (
+                    fallback,
+                    format!(
+                        "its parent run {parent} ended and #{number} was closed by the bot; {fallback}"
+                    ),
+                )
+            }
+        },
+    };
+    let mut actions = Vec::new();
+    if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+        match maintainer_sweep(decider, &branch, ended_at, "its parent ended") {
+            Ok(None) => {}
+            Ok(Some(finding)) => {
+                return decider.report(id, number, Verdict::NeedsInspection, None, finding, None);
+            }
+            Err(what) => return waiting(decider, id, number, &what),
+        }
+        actions.extend(cancel_bot_smokes(decider, id, liveness));
+        if closed_by_bot && let Some(number) = number {
+            match deletable_branch(decider, &branch, number) {
+                Ok(Some(action)) => actions.push(action),
+                Ok(None) => {}
+                Err(BranchFinding::Waiting(what)) => {
+                    return waiting(decider, id, Some(number), &what);
+                }
+                Err(BranchFinding::Kept(why)) => reason.push_str(&format!("; branch kept: {why}")),
+            }
+        }
+    }
+    decider.ledger.outcomes.push(OutcomeRecord {
+        candidate: id.to_string(),
+        parent_run: parent,
+        outcome,
+        agent_ran: true,
+    });
+    let group = ActionGroup {
+        subject: id.to_string(),
+        candidate: Some(id.to_string()),
+        pull_request_check: None,
+        destructive: true,
+        ledger_expectation: LedgerExpectation::FinishedByThisPass { parent_run: parent },
+        independent: false,
+        actions,
+    };
+    decider.report(
+        id,
+        number,
+        Verdict::Reconciled,
+        Some(outcome),
+        reason,
+        Some(group),
+    );
+}
+
+/// An open bot pull request with no live session: abandoned (contract §5).
+fn sweep(
+    decider: &mut Decider<'_>,
+    id: &str,
+    session: Option<&Session>,
+    pull: &PullRequestFact,
+    liveness: &Liveness,
+) {
+    let number = Some(pull.number);
+    let recorded = session.and_then(|session| session.outcome);
+    let since = session
+        .and_then(|session| session.finished_at)
+        .unwrap_or(pull.created_at);
+    if !pull.draft {
+        let (verdict, reason) = if recorded == Some(Outcome::Validated) {
+            (
+                Verdict::LeftAlone,
+                format!("#{} is ready for review (validated)", pull.number),
+            )
+        } else {
+            (
+                Verdict::NeedsInspection,
+                format!(
+                    "#{} is ready for review without a validated record",
+                    pull.number
+                ),
+            )
+        };
+        return decider.report(id, number, verdict, recorded, reason, None);
+    }
+    let object = format!("pull-request:{}", pull.number);
+    if let Some(kept) = decider
+        .snapshot
+        .ledger
+        .kept
+        .iter()
+        .find(|kept| kept.object == object && kept.sha == pull.head_sha)
+    {
+        let (verdict, reason) = remembered(&kept.reason);
+        return decider.report(id, number, verdict, recorded, reason, None);
+    }
+    let maintainer_commit = match examine_pull_request(decider, pull, since, "the session ended") {
+        Examination::Clear {
+            active_sweep: Some(run),
+            ..
+        } => {
+            let reason = format!("sweep run {run} on its branch is active");
+            return decider.report(id, number, Verdict::LeftAlone, recorded, reason, None);
+        }
+        Examination::Clear {
+            maintainer_commit, ..
+        } => maintainer_commit,
+        Examination::NeedsInspection { reason, remember } => {
+            if remember {
+                remember_pull_request(decider, pull, &format!("needs inspection: {reason}"));
+            }
+            return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+        }
+        Examination::Waiting(what) => return waiting(decider, id, number, &what),
+    };
+    if let Some(login) = maintainer_commit {
+        let reason = format!("#{} has a commit by {login}", pull.number);
+        remember_pull_request(decider, pull, &format!("left alone: {reason}"));
+        return decider.report(id, number, Verdict::LeftAlone, recorded, reason, None);
+    }
+    let outcome = recorded.unwrap_or(Outcome::NoOutcome);
+    match outcome.branch_on_cleanup() {
+        BranchOnCleanup::LeftAsIs => {
+            let reason = format!("{outcome}: left as the maintainer left it");
+            decider.report(id, number, Verdict::LeftAlone, recorded, reason, None)
+        }
+        BranchOnCleanup::KeptReady => {
+            let mut reason = format!(
+                "validated earlier but still a draft: #{} is marked ready",
+                pull.number
+            );
+            let group = cleanup_group(
+                decider,
+                id,
+                Some(pull),
+                outcome,
+                LedgerExpectation::NoOpenSession,
+                liveness,
+                &mut reason,
+            );
+            decider.report(
+                id,
+                number,
+                Verdict::Reconciled,
+                recorded,
+                reason,
+                Some(group),
+            )
+        }
+        BranchOnCleanup::Deleted => {
+            let mut reason = match session {
+                Some(session) => format!(
+                    "abandoned: no planner job or sweep is active and its session finished ({})",
+                    session.outcome.map(|o| o.to_string()).unwrap_or_default()
+                ),
+                None => "abandoned: no session, no planner job or sweep is active".to_string(),
+            };
+            let group = cleanup_group(
+                decider,
+                id,
+                Some(pull),
+                outcome,
+                LedgerExpectation::NoOpenSession,
+                liveness,
+                &mut reason,
+            );
+            decider.report(id, number, Verdict::Swept, recorded, reason, Some(group))
+        }
+    }
+}
+
+fn waiting(decider: &mut Decider<'_>, id: &str, number: Option<u64>, what: &str) {
+    let reason = format!("{what} could not be read this pass: left as it is");
+    decider.report(id, number, Verdict::Skipped, None, reason, None);
+}
+
+fn remember_pull_request(decider: &mut Decider<'_>, pull: &PullRequestFact, reason: &str) {
+    decider.ledger.kept_added.push(Kept {
+        object: format!("pull-request:{}", pull.number),
+        sha: pull.head_sha.clone(),
+        reason: reason.to_string(),
+        since: decider.context.now,
+    });
+}
+
+/// The verdict and reason of a remembered pull request (`needs inspection: …` or
+/// `left alone: …`).
+fn remembered(reason: &str) -> (Verdict, String) {
+    match reason.strip_prefix("needs inspection: ") {
+        Some(rest) => (
+            Verdict::NeedsInspection,
+            format!("{rest} (remembered while its head stays)"),
+        ),
+        None => (
+            Verdict::LeftAlone,
+            format!(
+                "{} (remembered while its head stays)",
+                reason.strip_prefix("left alone: ").unwrap_or(reason)
+            ),
+        ),
+    }
+}

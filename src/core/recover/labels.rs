@@ -1,0 +1,78 @@
+//! Status labels (contract §4): exactly one status label on each klaud pull request, reflecting
+//! its state (`in-progress`, `parked`) or its outcome. Labels are display only — decided from
+//! the ledger and the runs, never read back as state — and written with the label token so
+//! that label events start no workflows. Only the bot's open drafts without the handoff label
+//! get label changes; a pull request that is left alone keeps the labels it has.
+
+use super::Decider;
+use crate::core::outcome::{Outcome, StatusLabel};
+use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
+use crate::core::snapshot::PullRequestFact;
+
+/// The action making `wanted` the only status label of `pull`, when it is not already.
+fn label_action(
+    decider: &Decider<'_>,
+    pull: &PullRequestFact,
+    wanted: Option<StatusLabel>,
+) -> Option<Action> {
+    let policy = decider.policy;
+    let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
+    let others: Vec<String> = policy
+        .all_status_labels()
+        .into_iter()
+        .filter(|name| Some(*name) != wanted_name.as_deref())
+        .map(str::to_string)
+        .collect();
+    let has_wanted = wanted_name
+        .as_ref()
+        .is_none_or(|name| pull.labels.contains(name));
+    let has_others = others.iter().any(|name| pull.labels.contains(name));
+    (!has_wanted || has_others).then_some(Action::SetStatusLabel {
+        pull_request: pull.number,
+        label: wanted_name,
+        others,
+    })
+}
+
+/// The label of a pull request cleaned up with `outcome`.
+pub(super) fn cleanup_label(
+    decider: &Decider<'_>,
+    pull: &PullRequestFact,
+    outcome: Outcome,
+) -> Option<Action> {
+    let wanted = outcome.status_label()?;
+    label_action(decider, pull, Some(wanted))
+}
+
+/// A group that sets the status label of a live or parked session's draft, when it is wrong.
+pub(super) fn status_label_sync(
+    decider: &Decider<'_>,
+    candidate: &str,
+    pull: &PullRequestFact,
+    wanted: StatusLabel,
+) -> Option<ActionGroup> {
+    let policy = decider.policy;
+    if !pull.draft
+        || !pull.from_this_repository
+        || pull.author.as_deref() != Some(policy.bot.as_str())
+        || pull.labels.contains(&policy.handoff_label)
+    {
+        return None;
+    }
+    let action = label_action(decider, pull, Some(wanted))?;
+    Some(ActionGroup {
+        subject: candidate.to_string(),
+        candidate: Some(candidate.to_string()),
+        pull_request_check: Some(PullRequestCheck {
+            number: pull.number,
+            head_sha: None,
+            author: policy.bot.clone(),
+            draft: Some(true),
+            handoff_label: policy.handoff_label.clone(),
+        }),
+        destructive: false,
+        ledger_expectation: LedgerExpectation::Nothing,
+        independent: false,
+        actions: vec![action],
+    })
+}

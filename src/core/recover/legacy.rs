@@ -1,0 +1,470 @@
+//! Branches and refs no open pull request explains:
+//!
+//! - **leftover candidate branches** of abandoned candidates are deleted only when their pull
+//!   request was closed by the bot (a maintainer-closed one keeps its branch), every commit is
+//!   the bot's, and the branch still points at the pull request's head;
+//! - **legacy lock refs** (`klaud/recovery-*`, `klaud/claim-*`, configurable) are deleted once
+//!   their parent run finished, by the pass holding the recovery lease. The parent is read from
+//!   the ref's name (`klaud/recovery-<run>-<candidate>`) or else from its commit message.
+//!
+//! Examining a leftover branch or a lock ref's commit costs reads, so a pass spends at most
+//! `inspection_reads` on them and later passes continue. What is found to stay (a branch whose
+//! pull request a maintainer closed, a ref that names no run) is remembered in the ledger while
+//! it points where it did, so it is not read again.
+
+use super::cleanup::cancel_bot_smokes;
+use super::guards::{BranchFinding, deletable_branch};
+use super::liveness::{Alive, Liveness};
+use super::{Decider, Seen, Verdict};
+use crate::core::ledger::Kept;
+use crate::core::outcome::BranchOnCleanup;
+use crate::core::plan::{Action, ActionGroup, LedgerExpectation};
+use crate::core::policy::Policy;
+use crate::core::snapshot::RefFact;
+
+/// The branch prefixes a pass lists: the candidate prefix and the literal start of each lock
+/// pattern, without prefixes covered by another.
+pub fn listing_prefixes(policy: &Policy) -> Vec<String> {
+    let mut prefixes: Vec<String> = std::iter::once(policy.branch_prefix.clone())
+        .chain(
+            policy
+                .legacy_lock_patterns
+                .iter()
+                .map(|pattern| pattern.split('*').next().unwrap_or(pattern).to_string()),
+        )
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    let all = prefixes.clone();
+    prefixes.retain(|prefix| {
+        !all.iter()
+            .any(|other| other != prefix && prefix.starts_with(other.as_str()))
+    });
+    // One listing of a shared directory (`klaud/`) instead of several of its children.
+    let common = common_directory(&prefixes);
+    match common {
+        Some(directory) if prefixes.len() > 1 => vec![directory],
+        _ => prefixes,
+    }
+}
+
+/// The longest common prefix of `prefixes` ending in `/`, if any.
+fn common_directory(prefixes: &[String]) -> Option<String> {
+    let first = prefixes.first()?;
+    let mut common = first.as_str();
+    for prefix in &prefixes[1..] {
+        let shared = common
+            .char_indices()
+            .zip(prefix.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map(|((index, c), _)| index + c.len_utf8())
+            .unwrap_or(0);
+        common = &common[..shared];
+    }
+    let end = common.rfind('/')?;
+    Some(common[..=end].to_string())
+}
+
+pub(super) fn decide_refs(decider: &mut Decider<'_>, liveness: &Liveness) {
+    let snapshot = decider.snapshot;
+    forget_what_moved(decider);
+    if let Some(gap) = &snapshot.refs.gap {
+        decider.refs.notes.push(format!(
+            "branches and lock refs not examined: the listing is incomplete ({gap})"
+        ));
+        return;
+    }
+    if let Some(gap) = &snapshot.active_runs.gap {
+        decider.refs.notes.push(format!(
+            "branches and lock refs not examined: the active runs could not all be listed ({gap})"
+        ));
+        return;
+    }
+    let mut lock_deletions = Vec::new();
+    let mut refs: Vec<&RefFact> = snapshot.refs.items.iter().collect();
+    refs.sort_by(|a, b| a.name.cmp(&b.name));
+    for reference in refs {
+        if reference.name == decider.policy.state_branch {
+            continue;
+        }
+        if let Some(id) = decider.candidate_of_branch(&reference.name) {
+            let id = id.to_string();
+            leftover_branch(decider, &id, reference, liveness);
+        } else if decider.policy.is_legacy_lock(&reference.name)
+            && let Some(action) = lock_ref(decider, reference)
+        {
+            lock_deletions.push(action);
+        }
+    }
+    decider.refs.lock_refs_to_delete = lock_deletions.len();
+    if !lock_deletions.is_empty() {
+        decider.groups.push(ActionGroup {
+            subject: "legacy lock refs".into(),
+            candidate: None,
+            pull_request_check: None,
+            destructive: true,
+            ledger_expectation: LedgerExpectation::Nothing,
+            independent: true,
+            actions: lock_deletions,
+        });
+    }
+}
+
+/// Remembered objects that moved or disappeared are examined again.
+fn forget_what_moved(decider: &mut Decider<'_>) {
+    let snapshot = decider.snapshot;
+    if !snapshot.refs.is_complete() || !snapshot.open_pull_requests.is_complete() {
+        return;
+    }
+    for kept in &snapshot.ledger.kept {
+        let still_there = if let Some(branch) = kept.object.strip_prefix("branch:") {
+            snapshot
+                .refs
+                .items
+                .iter()
+                .any(|reference| reference.name == branch && reference.sha == kept.sha)
+        } else if let Some(number) = kept.object.strip_prefix("pull-request:") {
+            snapshot
+                .open_pull_requests
+                .items
+                .iter()
+                .any(|pull| pull.number.to_string() == number && pull.head_sha == kept.sha)
+        } else {
+            false
+        };
+        if !still_there {
+            decider.ledger.kept_dropped.push(kept.object.clone());
+        }
+    }
+}
+
+fn remembered<'a>(decider: &Decider<'a>, object: &str, sha: &str) -> Option<&'a Kept> {
+    decider
+        .snapshot
+        .ledger
+        .kept
+        .iter()
+        .find(|kept| kept.object == object && kept.sha == sha)
+}
+
+fn keep(decider: &mut Decider<'_>, object: String, sha: &str, reason: String) {
+    if decider.refs.notes.len() < 8 {
+        decider.refs.notes.push(format!("{object}: {reason}"));
+    }
+    decider.ledger.kept_added.push(Kept {
+        object,
+        sha: sha.to_string(),
+        reason,
+        since: decider.context.now,
+    });
+}
+
+fn defer(decider: &mut Decider<'_>, why: String) {
+    if decider.refs.deferred == 0 || decider.refs.notes.len() < 8 {
+        decider.refs.notes.push(why);
+    }
+    decider.refs.deferred += 1;
+}
+
+/// A candidate branch without an open pull request or open session.
+fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liveness: &Liveness) {
+    let snapshot = decider.snapshot;
+    if let Some(gap) = &snapshot.open_pull_requests.gap {
+        // Its pull request may be open and simply not listed.
+        return defer(
+            decider,
+            format!(
+                "{}: the open pull requests could not all be listed ({gap})",
+                reference.name
+            ),
+        );
+    }
+    let has_open_pull = snapshot
+        .open_pull_requests
+        .items
+        .iter()
+        .any(|pull| pull.head_branch == reference.name && pull.from_this_repository);
+    if has_open_pull || decider.reports.contains_key(id) || decider.untouchable.contains(id) {
+        return;
+    }
+    let object = format!("branch:{}", reference.name);
+    if remembered(decider, &object, &reference.sha).is_some() {
+        decider.refs.branches_kept += 1;
+        return;
+    }
+    let session = decider.session_of(id);
+    match liveness.of(decider, id, session) {
+        Alive::No => {}
+        Alive::Yes(_) => return,
+        Alive::Unknown(why) | Alive::Unreadable(why) => {
+            return defer(decider, format!("{}: {why}", reference.name));
+        }
+    }
+    if let Some(outcome) = session.and_then(|session| session.outcome)
+        && outcome.branch_on_cleanup() != BranchOnCleanup::Deleted
+    {
+        decider.refs.branches_kept += 1;
+        return keep(
+            decider,
+            object,
+            &reference.sha,
+            format!("its session ended {outcome}: the branch stays"),
+        );
+    }
+    let known_number = session.and_then(|session| session.pull_request);
+    let cost = 2 + usize::from(known_number.is_none());
+    if decider.inspection_reads_left < cost {
+        return defer(
+            decider,
+            format!(
+                "{}: left for a later pass (inspection budget)",
+                reference.name
+            ),
+        );
+    }
+    decider.inspection_reads_left -= cost;
+    let number = match known_number {
+        Some(number) => number,
+        None => match decider.branch_pull_requests(&reference.name) {
+            Seen::Unread => return,
+            Seen::Failed(error) => {
+                return defer(
+                    decider,
+                    format!(
+                        "{}: its pull requests could not be read ({error})",
+                        reference.name
+                    ),
+                );
+            }
+            Seen::Known(pulls) => {
+                let chosen = pulls
+                    .iter()
+                    .filter(|pull| pull.from_this_repository)
+                    .max_by_key(|pull| (pull.head_sha == reference.sha, pull.number));
+                match chosen {
+                    Some(pull) => pull.number,
+                    None => {
+                        decider.refs.branches_kept += 1;
+                        return keep(
+                            decider,
+                            object,
+                            &reference.sha,
+                            "no pull request was opened from it".into(),
+                        );
+                    }
+                }
+            }
+        },
+    };
+    let issue = match decider.issue(number) {
+        Seen::Unread => return,
+        Seen::Failed(error) => {
+            return defer(
+                decider,
+                format!("{}: #{number} could not be read ({error})", reference.name),
+            );
+        }
+        Seen::Known(issue) => issue.clone(),
+    };
+    if issue.open {
+        return defer(
+            decider,
+            format!("{}: #{number} is open but was not listed", reference.name),
+        );
+    }
+    let bot = decider.policy.bot.clone();
+    if issue.merged || issue.closed_by.as_deref() != Some(bot.as_str()) {
+        let why = if issue.merged {
+            format!("#{number} was merged")
+        } else {
+            format!(
+                "#{number} was closed by {}: a maintainer-closed pull request keeps its branch",
+                issue.closed_by.as_deref().unwrap_or("someone")
+            )
+        };
+        decider.refs.branches_kept += 1;
+        return keep(decider, object, &reference.sha, why);
+    }
+    match deletable_branch(decider, &reference.name, number) {
+        Ok(Some(delete)) => {
+            let mut actions = cancel_bot_smokes(decider, id, liveness);
+            actions.push(delete);
+            decider.refs.branches_to_delete += 1;
+            let group = ActionGroup {
+                subject: id.to_string(),
+                candidate: Some(id.to_string()),
+                pull_request_check: None,
+                destructive: true,
+                ledger_expectation: LedgerExpectation::NoOpenSession,
+                independent: false,
+                actions,
+            };
+            let reason = format!("leftover branch of #{number}, which the bot closed");
+            let outcome = session.and_then(|session| session.outcome);
+            decider.report(
+                id,
+                Some(number),
+                Verdict::Swept,
+                outcome,
+                reason,
+                Some(group),
+            );
+        }
+        Ok(None) => {}
+        Err(BranchFinding::Waiting(_)) => {}
+        Err(BranchFinding::Kept(why)) => {
+            decider.refs.branches_kept += 1;
+            keep(decider, object, &reference.sha, why);
+        }
+    }
+}
+
+/// A legacy lock ref: its deletion when its parent run finished.
+fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
+    let object = format!("branch:{}", reference.name);
+    if remembered(decider, &object, &reference.sha).is_some() {
+        decider.refs.lock_refs_kept += 1;
+        return None;
+    }
+    let parent = match parent_in_name(decider.policy, &reference.name) {
+        Some(parent) => parent,
+        None => {
+            if decider.inspection_reads_left == 0 {
+                defer(
+                    decider,
+                    format!(
+                        "{}: left for a later pass (inspection budget)",
+                        reference.name
+                    ),
+                );
+                return None;
+            }
+            decider.inspection_reads_left -= 1;
+            match decider.commit_message(&reference.sha) {
+                Seen::Unread => return None,
+                Seen::Failed(error) => {
+                    defer(
+                        decider,
+                        format!("{}: its commit could not be read ({error})", reference.name),
+                    );
+                    return None;
+                }
+                Seen::Known(message) => match run_in_message(message) {
+                    Some(parent) => parent,
+                    None => {
+                        decider.refs.lock_refs_kept += 1;
+                        keep(
+                            decider,
+                            object,
+                            &reference.sha,
+                            "names no run, neither in its name nor in its commit message".into(),
+                        );
+                        return None;
+                    }
+                },
+            }
+        }
+    };
+    if decider
+        .snapshot
+        .active_runs
+        .items
+        .iter()
+        .any(|run| run.id == parent)
+    {
+        decider.refs.lock_refs_of_running_runs += 1;
+        return None;
+    }
+    Some(Action::DeleteLockRef {
+        name: reference.name.clone(),
+        expected_sha: reference.sha.clone(),
+    })
+}
+
+/// The run id right after a lock pattern's literal start: `klaud/recovery-<run>-<candidate>`.
+pub(crate) fn parent_in_name(policy: &Policy, name: &str) -> Option<u64> {
+    policy
+        .legacy_lock_patterns
+        .iter()
+        .filter(|pattern| crate::core::policy::glob_matches(pattern, name))
+        .find_map(|pattern| {
+            let start = pattern.split('*').next().unwrap_or(pattern);
+            leading_run_id(name.strip_prefix(start)?)
+        })
+}
+
+/// A run id (at least four digits) at the start of `text`, ended by `-`, `/` or the end.
+fn leading_run_id(text: &str) -> Option<u64> {
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    let rest = &text[digits.len()..];
+    (digits.len() >= 4 && (rest.is_empty() || rest.starts_with(['-', '/'])))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The run a commit message names: `run 123456`, `run-id: 123456`, `run_id=123456`,
+/// `runs/123456`.
+pub(crate) fn run_in_message(message: &str) -> Option<u64> {
+    let lower = message.to_ascii_lowercase();
+    let mut search = lower.as_str();
+    while let Some(index) = search.find("run") {
+        let before_ok = index == 0
+            || !search[..index]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+        let mut rest = &search[index + 3..];
+        for suffix in ["s/", "_id", "-id", " id", "id"] {
+            if let Some(after) = rest.strip_prefix(suffix) {
+                rest = after;
+                break;
+            }
+        }
+        let rest = rest.trim_start_matches([' ', ':', '#', '=', '-', '/']);
+        if before_ok
+            && let Some(run) = leading_run_id(rest).or_else(|| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                (digits.len() >= 4).then(|| digits.parse().ok()).flatten()
+            })
+        {
+            return Some(run);
+        }
+        search = &search[index + 3..];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::policy::tests::inferencex_policy;
+
+    #[test]
+    fn one_listing_covers_the_candidate_prefix_and_the_lock_patterns() {
+        let policy = inferencex_policy();
+        assert_eq!(listing_prefixes(&policy), ["klaud/"]);
+        let mut separate = inferencex_policy();
+        separate.legacy_lock_patterns = vec!["locks/*".into()];
+        assert_eq!(listing_prefixes(&separate), ["klaud/auto-", "locks/"]);
+    }
+
+    #[test]
+    fn the_parent_run_is_read_from_the_name_or_the_commit_message() {
+        let policy = inferencex_policy();
+        assert_eq!(
+            parent_in_name(&policy, "klaud/recovery-10000000123-cand-07"),
+            Some(10_000_000_123)
+        );
+        assert_eq!(parent_in_name(&policy, "klaud/claim-cand-07"), None);
+        assert_eq!(parent_in_name(&policy, "klaud/recovery-12-x"), None);
+        assert_eq!(
+            run_in_message("claim cand-30 for run 10000004321"),
+            Some(10_000_004_321)
+        );
+        assert_eq!(run_in_message("lock\n\nrun-id: 98765"), Some(98_765));
+        assert_eq!(run_in_message("see actions/runs/55555/job"), Some(55_555));
+        assert_eq!(run_in_message("rerun 12"), None);
+        assert_eq!(run_in_message("no number"), None);
+    }
+}

@@ -1,0 +1,500 @@
+//! The recovery decision (contract §3.4, §4, §5): from a [`Snapshot`], the [`Policy`] and "now",
+//! what to reconcile, what to sweep, what to leave alone and why, which status labels to set,
+//! which claims to release, which legacy lock refs to delete and which parked sessions to resume.
+//!
+//! Every candidate gets exactly one [`Verdict`] with a reason. Needs-inspection is decided before
+//! anything is planned for a candidate, so a candidate that needs inspection is never swept in
+//! the same pass: nothing of it is touched, its claim included. Information that is missing or
+//! incomplete never shrinks what is live: the parts that depend on it are skipped and said so.
+//!
+//! The decision runs twice per pass: [`details_needed`] asks for the details it lacks (commits of
+//! the pull requests it might act on, sweep runs of their branches, who closed a pull request,
+//! the status of a parent run) until none are missing, then [`recover`] returns the plan.
+//!
+//! - `liveness.rs`: what keeps a candidate alive (planner job, sweep, candidate run, parent run);
+//! - `candidates.rs`: per candidate, the verdict and the reconciled outcome;
+//! - `guards.rs`: the §5 guards, in one place; `cleanup.rs`: the cleanup per outcome;
+//! - `resume.rs`: parked sessions started again under the cap;
+//! - `labels.rs`: the one status label of each klaud pull request;
+//! - `legacy.rs`: leftover candidate branches, legacy lock refs and what the ledger remembers;
+//! - `ledger_plan.rs`: the ledger changes as data, re-decided on the ledger as it is when written.
+
+mod candidates;
+mod cleanup;
+mod guards;
+mod labels;
+pub mod ledger_plan;
+mod legacy;
+mod liveness;
+mod resume;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::ledger::{Session, SessionState};
+use super::outcome::Outcome;
+use super::plan::ActionGroup;
+use super::policy::Policy;
+use super::snapshot::{DetailRequests, Listed, Read, RunState, Snapshot};
+pub use ledger_plan::{ClaimRelease, LeaseStanding, LedgerPlan, OutcomeRecord, ResumeRecord};
+pub use legacy::listing_prefixes;
+
+/// What a pass knows about itself.
+#[derive(Debug, Clone)]
+pub struct RecoveryContext {
+    /// The run this pass belongs to: the lease owner when it takes the lease.
+    pub own_run: u64,
+    pub now: DateTime<Utc>,
+    /// Reads a pass may spend examining leftover candidate branches and legacy lock refs whose
+    /// run is only in their commit; the rest is examined by later passes.
+    pub inspection_reads: usize,
+}
+
+/// What recovery decided about one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// A planner job, a sweep, a candidate run or its running parent keeps it alive.
+    Live,
+    /// Waiting for room under the cap.
+    Parked,
+    /// Parked, and started again by this pass.
+    Resumed,
+    /// Its parent ended: an outcome is recorded and it is cleaned up per the outcome.
+    Reconciled,
+    /// Abandoned: cleaned up per contract §5.
+    Swept,
+    /// Belongs to someone else now, or has nothing left to do.
+    LeftAlone,
+    /// A maintainer may be acting on it: nothing of it is touched.
+    NeedsInspection,
+    /// Information was missing or incomplete: left as it is this pass.
+    Skipped,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Live => "live",
+            Verdict::Parked => "parked",
+            Verdict::Resumed => "resumed",
+            Verdict::Reconciled => "reconciled",
+            Verdict::Swept => "swept",
+            Verdict::LeftAlone => "left alone",
+            Verdict::NeedsInspection => "needs inspection",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+/// One candidate's verdict and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CandidateReport {
+    pub candidate: String,
+    pub pull_request: Option<u64>,
+    pub verdict: Verdict,
+    /// The outcome recorded (reconciled) or already on record.
+    pub outcome: Option<Outcome>,
+    pub reason: String,
+    /// Index into [`RecoveryPlan::groups`] of its actions.
+    pub group: Option<usize>,
+}
+
+/// What happens to branches and refs that no open pull request explains.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RefsReport {
+    /// Legacy lock refs whose parent run finished, planned for deletion.
+    pub lock_refs_to_delete: usize,
+    /// Legacy lock refs kept because their parent run is still running.
+    pub lock_refs_of_running_runs: usize,
+    /// Legacy lock refs kept for another reason (e.g. naming no run), from memory or this pass.
+    pub lock_refs_kept: usize,
+    /// Leftover candidate branches planned for deletion.
+    pub branches_to_delete: usize,
+    /// Leftover candidate branches kept (e.g. a maintainer closed their pull request).
+    pub branches_kept: usize,
+    /// Refs not examined this pass (inspection budget, or information missing).
+    pub deferred: usize,
+    /// Why refs were kept or deferred, with an example each.
+    pub notes: Vec<String>,
+}
+
+/// The whole decision of a pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RecoveryPlan {
+    pub candidates: Vec<CandidateReport>,
+    /// Applied in order (groups are independent of each other).
+    pub groups: Vec<ActionGroup>,
+    pub ledger: LedgerPlan,
+    pub refs: RefsReport,
+    /// Parts of the pass skipped because information was missing, and why.
+    pub skipped: Vec<String>,
+}
+
+impl RecoveryPlan {
+    /// Candidates with a verdict, in id order.
+    pub fn with_verdict(&self, verdict: Verdict) -> Vec<String> {
+        self.candidates
+            .iter()
+            .filter(|report| report.verdict == verdict)
+            .map(|report| report.candidate.clone())
+            .collect()
+    }
+
+    /// True when the plan holds work only a lease holder may do.
+    pub fn needs_lease(&self) -> bool {
+        self.groups.iter().any(|group| group.destructive) || self.ledger.needs_lease()
+    }
+}
+
+/// The details the decision still lacks; empty when it can decide.
+pub fn details_needed(
+    snapshot: &Snapshot,
+    policy: &Policy,
+    context: &RecoveryContext,
+) -> DetailRequests {
+    let mut decider = Decider::new(snapshot, policy, context);
+    decider.decide();
+    snapshot.unanswered(decider.needs)
+}
+
+/// The plan of a pass. Details that were never read make the affected candidates `skipped`.
+pub fn recover(snapshot: &Snapshot, policy: &Policy, context: &RecoveryContext) -> RecoveryPlan {
+    let mut decider = Decider::new(snapshot, policy, context);
+    decider.decide();
+    decider.into_plan()
+}
+
+/// A fact that may not have been read yet.
+pub(crate) enum Seen<'a, T> {
+    Known(&'a T),
+    Failed(&'a str),
+    Unread,
+}
+
+/// The status of a run, from the active listing or read on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunSeen {
+    Active,
+    Ended(Option<DateTime<Utc>>),
+    Failed(String),
+    Unread,
+}
+
+fn lookup<'a, K: Ord, T>(map: &'a BTreeMap<K, Read<T>>, key: &K) -> Seen<'a, T> {
+    match map.get(key) {
+        Some(Ok(value)) => Seen::Known(value),
+        Some(Err(error)) => Seen::Failed(error),
+        None => Seen::Unread,
+    }
+}
+
+/// One run of the decision over a snapshot, collecting what it had to read.
+pub(crate) struct Decider<'a> {
+    pub snapshot: &'a Snapshot,
+    pub policy: &'a Policy,
+    pub context: &'a RecoveryContext,
+    pub needs: DetailRequests,
+    pub inspection_reads_left: usize,
+    pub reports: BTreeMap<String, CandidateReport>,
+    pub groups: Vec<ActionGroup>,
+    pub ledger: LedgerPlan,
+    pub refs: RefsReport,
+    pub skipped: Vec<String>,
+    /// Candidates that must not be touched (needs inspection, skipped, live).
+    pub untouchable: BTreeSet<String>,
+}
+
+impl<'a> Decider<'a> {
+    fn new(snapshot: &'a Snapshot, policy: &'a Policy, context: &'a RecoveryContext) -> Self {
+        Decider {
+            snapshot,
+            policy,
+            context,
+            needs: DetailRequests::default(),
+            inspection_reads_left: context.inspection_reads,
+            reports: BTreeMap::new(),
+            groups: Vec::new(),
+            ledger: LedgerPlan::default(),
+            refs: RefsReport::default(),
+            skipped: Vec::new(),
+            untouchable: BTreeSet::new(),
+        }
+    }
+
+    fn decide(&mut self) {
+        self.note_listing_gaps();
+        self.ledger.lease = self.lease_standing();
+        let liveness = liveness::Liveness::assess(self);
+        self.decide_candidates(&liveness);
+        self.resume_parked();
+        self.release_claims();
+        legacy::decide_refs(self, &liveness);
+    }
+
+    fn into_plan(self) -> RecoveryPlan {
+        RecoveryPlan {
+            candidates: self.reports.into_values().collect(),
+            groups: self.groups,
+            ledger: self.ledger,
+            refs: self.refs,
+            skipped: self.skipped,
+        }
+    }
+
+    fn note_listing_gaps(&mut self) {
+        let snapshot = self.snapshot;
+        let gaps = [
+            ("open pull requests", &snapshot.open_pull_requests.gap),
+            ("candidate branches and lock refs", &snapshot.refs.gap),
+            ("active workflow runs", &snapshot.active_runs.gap),
+        ];
+        for (what, gap) in gaps {
+            if let Some(reason) = gap {
+                self.skipped.push(format!(
+                    "the listing of {what} is incomplete ({reason}): the sweep and every destructive step that depends on it are skipped this pass"
+                ));
+            }
+        }
+    }
+
+    // --- lookups that record what is missing -------------------------------------------------
+
+    pub(crate) fn run_state(&mut self, run_id: u64) -> RunSeen {
+        if self
+            .snapshot
+            .active_runs
+            .items
+            .iter()
+            .any(|run| run.id == run_id)
+        {
+            return RunSeen::Active;
+        }
+        match lookup(&self.snapshot.runs, &run_id) {
+            Seen::Known(RunState::Active) => RunSeen::Active,
+            Seen::Known(RunState::Finished { ended_at }) => RunSeen::Ended(Some(*ended_at)),
+            Seen::Known(RunState::Missing) => RunSeen::Ended(None),
+            Seen::Failed(error) => RunSeen::Failed(error.to_string()),
+            Seen::Unread => {
+                self.needs.runs.insert(run_id);
+                RunSeen::Unread
+            }
+        }
+    }
+
+    pub(crate) fn commits(&mut self, number: u64) -> Seen<'a, super::snapshot::CommitsFact> {
+        let seen = lookup(&self.snapshot.commits, &number);
+        if matches!(seen, Seen::Unread) {
+            self.needs.commits.insert(number);
+        }
+        seen
+    }
+
+    pub(crate) fn sweeps(&mut self, branch: &str) -> Seen<'a, Listed<super::snapshot::RunFact>> {
+        let seen = lookup(&self.snapshot.sweeps, &branch.to_string());
+        if matches!(seen, Seen::Unread) {
+            self.needs.sweeps.insert(branch.to_string());
+        }
+        seen
+    }
+
+    pub(crate) fn issue(&mut self, number: u64) -> Seen<'a, super::snapshot::IssueFact> {
+        let seen = lookup(&self.snapshot.issues, &number);
+        if matches!(seen, Seen::Unread) {
+            self.needs.issues.insert(number);
+        }
+        seen
+    }
+
+    pub(crate) fn branch_pull_requests(
+        &mut self,
+        branch: &str,
+    ) -> Seen<'a, Vec<super::snapshot::PullRequestFact>> {
+        let seen = lookup(&self.snapshot.branch_pull_requests, &branch.to_string());
+        if matches!(seen, Seen::Unread) {
+            self.needs.branch_pull_requests.insert(branch.to_string());
+        }
+        seen
+    }
+
+    pub(crate) fn commit_message(&mut self, sha: &str) -> Seen<'a, String> {
+        let seen = lookup(&self.snapshot.commit_messages, &sha.to_string());
+        if matches!(seen, Seen::Unread) {
+            self.needs.commit_messages.insert(sha.to_string());
+        }
+        seen
+    }
+
+    pub(crate) fn default_branch(&mut self) -> Seen<'a, String> {
+        match &self.snapshot.default_branch {
+            Some(Ok(branch)) => Seen::Known(branch),
+            Some(Err(error)) => Seen::Failed(error),
+            None => {
+                self.needs.default_branch = true;
+                Seen::Unread
+            }
+        }
+    }
+
+    // --- the lease -----------------------------------------------------------------------------
+
+    fn lease_standing(&mut self) -> LeaseStanding {
+        let Some(lease) = self.snapshot.ledger.recovery_lease.clone() else {
+            return LeaseStanding::Free;
+        };
+        if lease.owner_run == self.context.own_run {
+            return LeaseStanding::Ours;
+        }
+        match self.run_state(lease.owner_run) {
+            RunSeen::Ended(_) => LeaseStanding::OwnerFinished {
+                owner_run: lease.owner_run,
+            },
+            RunSeen::Active => LeaseStanding::HeldBy {
+                owner_run: lease.owner_run,
+                since: lease.taken_at,
+            },
+            RunSeen::Failed(error) => LeaseStanding::OwnerUnknown {
+                owner_run: lease.owner_run,
+                reason: error,
+            },
+            RunSeen::Unread => LeaseStanding::OwnerUnknown {
+                owner_run: lease.owner_run,
+                reason: "its run has not been read yet".into(),
+            },
+        }
+    }
+
+    // --- candidates ------------------------------------------------------------------------------
+
+    /// Every candidate the pass has something to say about: open klaud pull requests, open
+    /// sessions and claims.
+    fn candidate_ids(&self) -> BTreeSet<String> {
+        let mut ids = BTreeSet::new();
+        for pull in &self.snapshot.open_pull_requests.items {
+            if let Some(id) = self.candidate_of_branch(&pull.head_branch)
+                && pull.from_this_repository
+            {
+                ids.insert(id.to_string());
+            }
+        }
+        for session in &self.snapshot.ledger.sessions {
+            if session.state != SessionState::Finished {
+                ids.insert(session.candidate.clone());
+            }
+        }
+        for claim in &self.snapshot.ledger.claims {
+            ids.insert(claim.candidate.clone());
+        }
+        ids
+    }
+
+    fn decide_candidates(&mut self, liveness: &liveness::Liveness) {
+        for id in self.candidate_ids() {
+            candidates::decide(self, &id, liveness);
+        }
+    }
+
+    /// The candidate id of a branch under the prefix, when it is a valid id.
+    pub(crate) fn candidate_of_branch<'b>(&self, branch: &'b str) -> Option<&'b str> {
+        self.policy
+            .candidate_of_branch(branch)
+            .filter(|id| is_candidate_id(id))
+    }
+
+    /// The open (live or parked) session of a candidate, else its latest finished one.
+    pub(crate) fn session_of(&self, candidate: &str) -> Option<&'a Session> {
+        let sessions = &self.snapshot.ledger.sessions;
+        sessions
+            .iter()
+            .rev()
+            .find(|s| s.candidate == candidate && s.state != SessionState::Finished)
+            .or_else(|| sessions.iter().rev().find(|s| s.candidate == candidate))
+    }
+
+    pub(crate) fn report(
+        &mut self,
+        candidate: &str,
+        pull_request: Option<u64>,
+        verdict: Verdict,
+        outcome: Option<Outcome>,
+        reason: impl Into<String>,
+        group: Option<ActionGroup>,
+    ) {
+        if matches!(
+            verdict,
+            Verdict::Live | Verdict::NeedsInspection | Verdict::Skipped
+        ) {
+            self.untouchable.insert(candidate.to_string());
+        }
+        let group = group
+            .filter(|group| !group.actions.is_empty())
+            .map(|group| {
+                self.groups.push(group);
+                self.groups.len() - 1
+            });
+        self.reports.insert(
+            candidate.to_string(),
+            CandidateReport {
+                candidate: candidate.to_string(),
+                pull_request,
+                verdict,
+                outcome,
+                reason: reason.into(),
+                group,
+            },
+        );
+    }
+
+    fn resume_parked(&mut self) {
+        resume::resume_parked(self);
+    }
+
+    /// Claims whose parent run finished are released after their candidate's cleanup, unless
+    /// the candidate is live, needs inspection or was skipped.
+    fn release_claims(&mut self) {
+        let destructive_ok = self.snapshot.active_runs.is_complete()
+            && self.snapshot.open_pull_requests.is_complete();
+        for claim in self.snapshot.ledger.claims.clone() {
+            if self.untouchable.contains(&claim.candidate) || !destructive_ok {
+                continue;
+            }
+            let report = self.reports.get(&claim.candidate);
+            if report.is_some_and(|report| report.verdict == Verdict::Resumed) {
+                continue;
+            }
+            let after_group = report.and_then(|report| report.group);
+            match self.run_state(claim.parent_run) {
+                RunSeen::Ended(_) => {}
+                RunSeen::Active | RunSeen::Failed(_) | RunSeen::Unread => continue,
+            }
+            self.ledger.claim_releases.push(ClaimRelease {
+                family: claim.family.clone(),
+                candidate: claim.candidate.clone(),
+                parent_run: claim.parent_run,
+                after_group,
+            });
+        }
+    }
+}
+
+/// `[A-Za-z0-9._-]{1,80}` (contract §1).
+pub fn is_candidate_id(text: &str) -> bool {
+    (1..=80).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// True when `title` names `candidate` (or its branch) as a whole word.
+pub(crate) fn title_names(title: &str, candidate: &str, branch: &str) -> bool {
+    title
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')))
+        .any(|word| word == candidate || word == branch)
+}

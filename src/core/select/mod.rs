@@ -1,0 +1,497 @@
+//! `select`'s decision (contract §3.3, §3a, §4): which candidates start a session in this pass,
+//! and for every other candidate the one reason why not.
+//!
+//! A candidate is checked in a fixed order and keeps the first obstacle it meets: the review
+//! ([`review`]), occupancy of its family (ledger claims and open sessions, klaud's own open pull
+//! requests, a retained candidate branch), cooldowns earned by finished sessions, the baseline
+//! verification ([`baselines`]), the capacity gate ([`capacity`]) and finally the concurrent cap
+//! (`max-candidates` minus the sessions live in the ledger). Two conditions defer the whole
+//! selection instead: an invalid review, and a listing of pull requests or branches that could
+//! not be read to its end (an incomplete listing is never read as "no pull request").
+//!
+//! [`plan_claims`] is what a compare-and-swap writer calls on every reading of the ledger: it
+//! decides on that reading, turns the selection into claims and live sessions, and marks as
+//! `claim-lost` what an earlier reading had chosen but a concurrent pass took meanwhile.
+
+pub mod baselines;
+pub mod capacity;
+mod obstacles;
+pub mod review;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::candidate::Candidate;
+use super::ledger::{Ledger, SessionState};
+use super::policy::Policy;
+use super::text::bounded;
+use baselines::BaselineVerdicts;
+use capacity::CapacityGate;
+use obstacles::{Occupancy, baseline_obstacle, cooldown_obstacle};
+use review::ReviewInput;
+
+/// A fact read from GitHub that may not have been read to its end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed<T> {
+    Complete(T),
+    /// What was read must not be taken for the whole.
+    Incomplete {
+        reason: String,
+    },
+}
+
+impl<T> Observed<T> {
+    /// Why the fact is incomplete, if it is.
+    pub fn incomplete_reason(&self) -> Option<&str> {
+        match self {
+            Observed::Complete(_) => None,
+            Observed::Incomplete { reason } => Some(reason),
+        }
+    }
+}
+
+/// An open pull request as listed, before deciding whether it is klaud's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenPullRequest {
+    pub number: u64,
+    pub head_branch: String,
+    /// `owner/name` of the head repository; `None` when it was deleted.
+    pub head_repository: Option<String>,
+}
+
+/// What `select` reads from GitHub besides the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GitHubFacts {
+    /// `owner/name` of this repository.
+    pub repository: String,
+    /// Every open pull request of the repository.
+    pub open_pull_requests: Observed<Vec<OpenPullRequest>>,
+    /// Names of the branches starting with the branch prefix.
+    pub candidate_branches: Observed<BTreeSet<String>>,
+}
+
+/// Everything read, with the ledger as of one reading.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectionSnapshot<'a> {
+    pub ledger: &'a Ledger,
+    pub github: &'a GitHubFacts,
+}
+
+/// The planner run that selects: claims and sessions are recorded with it as their parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SelectingRun {
+    pub run_id: u64,
+    pub attempt: u32,
+}
+
+/// The inputs of a selection, as validated data.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectionInputs<'a> {
+    pub candidates: &'a [Candidate],
+    pub review: &'a ReviewInput,
+    /// `baselines.json` when `--baselines` was given.
+    pub baselines: Option<&'a BaselineVerdicts>,
+    pub capacity: &'a CapacityGate,
+}
+
+/// What happened to one candidate. The serialized name is the public code (contract §3a).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    Selected,
+    /// The whole selection was deferred: the review is invalid.
+    InvalidReviewOutput,
+    /// The whole selection was deferred: a listing could not be read to its end.
+    ListingIncomplete,
+    ReviewDuplicate,
+    ReviewUncertain,
+    Occupied,
+    CoolingDown,
+    BaselineDeferred,
+    NoCapacity,
+    CapacityUnavailable,
+    OverCap,
+    ClaimLost,
+}
+
+impl Decision {
+    pub const ALL: [Decision; 12] = [
+        Decision::Selected,
+        Decision::InvalidReviewOutput,
+        Decision::ListingIncomplete,
+        Decision::ReviewDuplicate,
+        Decision::ReviewUncertain,
+        Decision::Occupied,
+        Decision::CoolingDown,
+        Decision::BaselineDeferred,
+        Decision::NoCapacity,
+        Decision::CapacityUnavailable,
+        Decision::OverCap,
+        Decision::ClaimLost,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Decision::Selected => "selected",
+            Decision::InvalidReviewOutput => "invalid-review-output",
+            Decision::ListingIncomplete => "listing-incomplete",
+            Decision::ReviewDuplicate => "review-duplicate",
+            Decision::ReviewUncertain => "review-uncertain",
+            Decision::Occupied => "occupied",
+            Decision::CoolingDown => "cooling-down",
+            Decision::BaselineDeferred => "baseline-deferred",
+            Decision::NoCapacity => "no-capacity",
+            Decision::CapacityUnavailable => "capacity-unavailable",
+            Decision::OverCap => "over-cap",
+            Decision::ClaimLost => "claim-lost",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.code())
+    }
+}
+
+/// Why the whole selection was deferred (`deferred-reason` of `selection.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectionDeferral {
+    InvalidReviewOutput,
+    ListingIncomplete,
+    CapacityUnavailable,
+}
+
+impl SelectionDeferral {
+    pub fn code(self) -> &'static str {
+        self.decision().code()
+    }
+
+    /// The decision every affected candidate gets.
+    pub fn decision(self) -> Decision {
+        match self {
+            SelectionDeferral::InvalidReviewOutput => Decision::InvalidReviewOutput,
+            SelectionDeferral::ListingIncomplete => Decision::ListingIncomplete,
+            SelectionDeferral::CapacityUnavailable => Decision::CapacityUnavailable,
+        }
+    }
+}
+
+/// A stable code and a sanitized message of at most a few hundred characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    pub code: String,
+    pub message: String,
+}
+
+impl Reason {
+    pub fn new(code: &str, message: impl AsRef<str>) -> Self {
+        Reason {
+            code: code.to_string(),
+            message: bounded(message.as_ref(), 300),
+        }
+    }
+}
+
+/// One candidate's line of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateDecision {
+    pub id: String,
+    pub family: String,
+    pub decision: Decision,
+    /// `null` for a selected candidate. For `baseline-deferred` the code is the verification's
+    /// (e.g. `unmatched-baseline`); otherwise it is the decision's.
+    pub reason: Option<Reason>,
+    /// When a cooldown ends (`cooling-down` only).
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// The cap as this reading of the ledger saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CapAccount {
+    pub max_candidates: u32,
+    /// Sessions live in the ledger before this pass claimed anything.
+    pub live_sessions: usize,
+    /// New sessions this pass may start.
+    pub room: usize,
+}
+
+/// The decision of one pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectionPlan {
+    pub run: SelectingRun,
+    pub now: DateTime<Utc>,
+    pub deferred_reason: Option<SelectionDeferral>,
+    /// Every candidate exactly once, in the order of the candidates file.
+    pub decisions: Vec<CandidateDecision>,
+    pub cap: CapAccount,
+}
+
+/// Decides the selection on one reading of the ledger. Pure: "now" and the run are inputs.
+pub fn select(
+    snapshot: SelectionSnapshot<'_>,
+    inputs: SelectionInputs<'_>,
+    policy: &Policy,
+    run: SelectingRun,
+    now: DateTime<Utc>,
+) -> SelectionPlan {
+    let live_sessions = snapshot.ledger.live_sessions().count();
+    let cap = CapAccount {
+        max_candidates: policy.max_candidates,
+        live_sessions,
+        room: (policy.max_candidates as usize).saturating_sub(live_sessions),
+    };
+    let plan = |deferred_reason, decisions| SelectionPlan {
+        run,
+        now,
+        deferred_reason,
+        decisions,
+        cap,
+    };
+    if let Some((deferral, message)) = whole_selection_deferral(snapshot.github, inputs.review) {
+        let decisions = inputs
+            .candidates
+            .iter()
+            .map(|candidate| {
+                blocked(
+                    candidate,
+                    deferral.decision(),
+                    Reason::new(deferral.code(), &message),
+                    None,
+                )
+            })
+            .collect();
+        return plan(Some(deferral), decisions);
+    }
+
+    let review_obstacles = match inputs.review {
+        ReviewInput::Decisions(review) => review.obstacles(inputs.candidates),
+        ReviewInput::Absent | ReviewInput::Invalid { .. } => BTreeMap::new(),
+    };
+    let occupancy = Occupancy::new(snapshot, inputs.candidates, policy, run);
+    let mut taken_in_this_pass: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut new_sessions = 0;
+    let mut decisions = Vec::with_capacity(inputs.candidates.len());
+    for candidate in inputs.candidates {
+        let obstacle = review_obstacles
+            .get(candidate.id.as_str())
+            .cloned()
+            .or_else(|| occupancy.obstacle(candidate, &taken_in_this_pass))
+            .or_else(|| cooldown_obstacle(snapshot.ledger, candidate, policy, now))
+            .or_else(|| baseline_obstacle(inputs.baselines, candidate))
+            .or_else(|| inputs.capacity.obstacle(candidate));
+        let decision = match obstacle {
+            Some(obstacle) => blocked(
+                candidate,
+                obstacle.decision,
+                obstacle.reason,
+                obstacle.until,
+            ),
+            None if occupancy.holds_claim(candidate) => selected(candidate),
+            None if new_sessions < cap.room => {
+                new_sessions += 1;
+                selected(candidate)
+            }
+            None => blocked(
+                candidate,
+                Decision::OverCap,
+                Reason::new(
+                    Decision::OverCap.code(),
+                    format!(
+                        "the cap of {} concurrent sessions is reached ({} live before this pass, {} started by it)",
+                        cap.max_candidates, cap.live_sessions, new_sessions
+                    ),
+                ),
+                None,
+            ),
+        };
+        if decision.decision == Decision::Selected {
+            taken_in_this_pass.insert(&candidate.family, &candidate.id);
+        }
+        decisions.push(decision);
+    }
+    let deferred_reason = matches!(inputs.capacity, CapacityGate::Unavailable { .. })
+        .then_some(SelectionDeferral::CapacityUnavailable);
+    plan(deferred_reason, decisions)
+}
+
+/// What one reading of the ledger decided: the plan, and the ledger to store when it changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimDecision {
+    pub plan: SelectionPlan,
+    /// `None` when the ledger stays as it is.
+    pub ledger: Option<Ledger>,
+}
+
+/// Decides on `snapshot` and turns the selection into claims and live sessions of `run`.
+/// `chosen_on_earlier_readings` holds what earlier readings of the ledger selected (they lost
+/// the compare-and-swap): those no longer selectable now are `claim-lost`.
+pub fn plan_claims(
+    snapshot: SelectionSnapshot<'_>,
+    inputs: SelectionInputs<'_>,
+    policy: &Policy,
+    run: SelectingRun,
+    now: DateTime<Utc>,
+    chosen_on_earlier_readings: &BTreeSet<String>,
+) -> ClaimDecision {
+    let mut plan = select(snapshot, inputs, policy, run, now);
+    plan.mark_lost_claims(chosen_on_earlier_readings);
+    let mut next = snapshot.ledger.clone();
+    for decision in &mut plan.decisions {
+        if decision.decision != Decision::Selected {
+            continue;
+        }
+        if let Err(refusal) = next.claim_family_in_attempt(
+            &decision.id,
+            &decision.family,
+            run.run_id,
+            run.attempt,
+            now,
+        ) {
+            // The decision read the same ledger, so this cannot happen; if it ever does, the
+            // candidate is not started rather than started without its claim.
+            decision.decision = Decision::ClaimLost;
+            decision.reason = Some(Reason::new(
+                Decision::ClaimLost.code(),
+                format!("the ledger refused the claim: {refusal:?}"),
+            ));
+        }
+    }
+    let ledger = (next != *snapshot.ledger).then_some(next);
+    ClaimDecision { plan, ledger }
+}
+
+impl SelectionPlan {
+    pub fn selected(&self) -> impl Iterator<Item = &CandidateDecision> {
+        self.decisions
+            .iter()
+            .filter(|decision| decision.decision == Decision::Selected)
+    }
+
+    pub fn selected_ids(&self) -> Vec<String> {
+        self.selected()
+            .map(|decision| decision.id.clone())
+            .collect()
+    }
+
+    /// Candidates per decision, every decision that occurred.
+    pub fn counts(&self) -> BTreeMap<Decision, usize> {
+        let mut counts = BTreeMap::new();
+        for decision in &self.decisions {
+            *counts.entry(decision.decision).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Candidates an earlier reading selected but this one does not: a concurrent pass took
+    /// their family or the room under the cap.
+    pub fn mark_lost_claims(&mut self, chosen_on_earlier_readings: &BTreeSet<String>) {
+        for decision in &mut self.decisions {
+            if decision.decision == Decision::Selected
+                || !chosen_on_earlier_readings.contains(&decision.id)
+            {
+                continue;
+            }
+            let why = decision
+                .reason
+                .as_ref()
+                .map_or_else(String::new, |reason| format!(": {}", reason.message));
+            decision.decision = Decision::ClaimLost;
+            decision.until = None;
+            decision.reason = Some(Reason::new(
+                Decision::ClaimLost.code(),
+                format!(
+                    "chosen on an earlier reading of the ledger, taken by a concurrent pass before this one could claim it{why}"
+                ),
+            ));
+        }
+    }
+
+    /// The commit message of the ledger write: which run claimed what.
+    pub fn ledger_message(&self) -> String {
+        let claimed: Vec<String> = self
+            .selected()
+            .map(|decision| format!("{} for {}", decision.family, decision.id))
+            .collect();
+        bounded(
+            &format!(
+                "select run {} attempt {}: claimed {}",
+                self.run.run_id,
+                self.run.attempt,
+                claimed.join(", ")
+            ),
+            1000,
+        )
+    }
+}
+
+/// The reason the whole selection must wait, if any.
+fn whole_selection_deferral(
+    github: &GitHubFacts,
+    review: &ReviewInput,
+) -> Option<(SelectionDeferral, String)> {
+    if let ReviewInput::Invalid { message } = review {
+        return Some((
+            SelectionDeferral::InvalidReviewOutput,
+            format!("the review is invalid, so nothing is selected: {message}"),
+        ));
+    }
+    let incomplete: Vec<&str> = [
+        github.open_pull_requests.incomplete_reason(),
+        github.candidate_branches.incomplete_reason(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!incomplete.is_empty()).then(|| {
+        (
+            SelectionDeferral::ListingIncomplete,
+            format!(
+                "occupancy is unknown, so nothing is selected: {}",
+                incomplete.join("; ")
+            ),
+        )
+    })
+}
+
+fn selected(candidate: &Candidate) -> CandidateDecision {
+    CandidateDecision {
+        id: candidate.id.clone(),
+        family: candidate.family.clone(),
+        decision: Decision::Selected,
+        reason: None,
+        until: None,
+    }
+}
+
+fn blocked(
+    candidate: &Candidate,
+    decision: Decision,
+    reason: Reason,
+    until: Option<DateTime<Utc>>,
+) -> CandidateDecision {
+    CandidateDecision {
+        id: candidate.id.clone(),
+        family: candidate.family.clone(),
+        decision,
+        reason: Some(reason),
+        until,
+    }
+}
+
+/// True when `ledger` holds a live session of `candidate` started by `run` (any attempt).
+pub fn session_of_run(ledger: &Ledger, candidate: &str, run: SelectingRun) -> bool {
+    ledger.sessions.iter().any(|session| {
+        session.candidate == candidate
+            && session.parent_run == run.run_id
+            && session.state == SessionState::Live
+    })
+}

@@ -1,0 +1,300 @@
+//! What keeps one candidate from being selected, apart from the review and the capacity gate:
+//! occupancy of its family, cooldowns earned by finished sessions, and its baseline
+//! verification.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+
+use super::baselines::{BaselineVerdict, BaselineVerdicts};
+use super::{Decision, Observed, Reason, SelectingRun, SelectionSnapshot, session_of_run};
+use crate::core::candidate::Candidate;
+use crate::core::ledger::{Ledger, SessionState};
+use crate::core::policy::{Cooldown, Policy};
+
+/// One reason not to select a candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Obstacle {
+    pub decision: Decision,
+    pub reason: Reason,
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl Obstacle {
+    pub fn new(decision: Decision, message: impl AsRef<str>) -> Self {
+        Obstacle {
+            decision,
+            reason: Reason::new(decision.code(), message),
+            until: None,
+        }
+    }
+}
+
+/// Who holds which family: the ledger's claims and open sessions, klaud's own open pull
+/// requests, and retained candidate branches.
+pub struct Occupancy<'a> {
+    ledger: &'a Ledger,
+    run: SelectingRun,
+    branch_prefix: &'a str,
+    /// klaud's open pull requests per family: (number, candidate).
+    pull_request_of_family: BTreeMap<String, (u64, String)>,
+    /// klaud's open pull requests per candidate id.
+    pull_request_of_candidate: BTreeMap<String, u64>,
+    /// Candidate ids whose branch exists.
+    retained_branches: BTreeSet<String>,
+}
+
+impl<'a> Occupancy<'a> {
+    pub fn new(
+        snapshot: SelectionSnapshot<'a>,
+        candidates: &[Candidate],
+        policy: &'a Policy,
+        run: SelectingRun,
+    ) -> Self {
+        // A pull request names only its candidate; the family comes from the candidates file,
+        // else from the ledger's record of that candidate.
+        let mut family_of_candidate: BTreeMap<&str, &str> = BTreeMap::new();
+        for session in &snapshot.ledger.sessions {
+            family_of_candidate.insert(&session.candidate, &session.family);
+        }
+        for claim in &snapshot.ledger.claims {
+            family_of_candidate.insert(&claim.candidate, &claim.family);
+        }
+        for candidate in candidates {
+            family_of_candidate.insert(&candidate.id, &candidate.family);
+        }
+        let mut pull_request_of_family = BTreeMap::new();
+        let mut pull_request_of_candidate = BTreeMap::new();
+        if let Observed::Complete(pulls) = &snapshot.github.open_pull_requests {
+            let mut own: Vec<(u64, &str)> = pulls
+                .iter()
+                .filter_map(|pull| {
+                    own_candidate_of(pull, &snapshot.github.repository, policy)
+                        .map(|id| (pull.number, id))
+                })
+                .collect();
+            own.sort_unstable();
+            for (number, id) in own {
+                pull_request_of_candidate
+                    .entry(id.to_string())
+                    .or_insert(number);
+                if let Some(family) = family_of_candidate.get(id) {
+                    pull_request_of_family
+                        .entry(family.to_string())
+                        .or_insert((number, id.to_string()));
+                }
+            }
+        }
+        let retained_branches = match &snapshot.github.candidate_branches {
+            Observed::Complete(branches) => branches
+                .iter()
+                .filter_map(|branch| policy.candidate_of_branch(branch))
+                .map(str::to_string)
+                .collect(),
+            Observed::Incomplete { .. } => BTreeSet::new(),
+        };
+        Occupancy {
+            ledger: snapshot.ledger,
+            run,
+            branch_prefix: &policy.branch_prefix,
+            pull_request_of_family,
+            pull_request_of_candidate,
+            retained_branches,
+        }
+    }
+
+    /// The first thing that occupies the candidate's family, if any. Its own claim by this run
+    /// (an earlier attempt, or an earlier try of this one) is no obstacle.
+    pub fn obstacle(
+        &self,
+        candidate: &Candidate,
+        taken_in_this_pass: &BTreeMap<&str, &str>,
+    ) -> Option<Obstacle> {
+        let family = candidate.family.as_str();
+        if let Some(other) = taken_in_this_pass.get(family) {
+            return Some(Obstacle::new(
+                Decision::Occupied,
+                format!("candidate {other} of the same family is selected in this pass"),
+            ));
+        }
+        if let Some(claim) = self.ledger.claims.iter().find(|claim| {
+            claim.family == family
+                && !(claim.candidate == candidate.id && claim.parent_run == self.run.run_id)
+        }) {
+            return Some(Obstacle::new(
+                Decision::Occupied,
+                format!(
+                    "the family is claimed for candidate {} by run {}",
+                    claim.candidate, claim.parent_run
+                ),
+            ));
+        }
+        if let Some(session) = self.ledger.sessions.iter().find(|session| {
+            session.family == family
+                && session.state != SessionState::Finished
+                && !(session.candidate == candidate.id
+                    && session.parent_run == self.run.run_id
+                    && session.state == SessionState::Live)
+        }) {
+            let state = match session.state {
+                SessionState::Parked => "parked",
+                _ => "live",
+            };
+            return Some(Obstacle::new(
+                Decision::Occupied,
+                format!(
+                    "a {state} session of candidate {} (run {}) holds the family",
+                    session.candidate, session.parent_run
+                ),
+            ));
+        }
+        let open_pull_request = self
+            .pull_request_of_family
+            .get(family)
+            .map(|(number, id)| (*number, id.as_str()))
+            .or_else(|| {
+                self.pull_request_of_candidate
+                    .get(&candidate.id)
+                    .map(|number| (*number, candidate.id.as_str()))
+            });
+        if let Some((number, id)) = open_pull_request {
+            return Some(Obstacle::new(
+                Decision::Occupied,
+                format!("klaud pull request #{number} of candidate {id} is open"),
+            ));
+        }
+        if self.retained_branches.contains(&candidate.id) {
+            return Some(Obstacle::new(
+                Decision::Occupied,
+                format!("branch {}{} still exists", self.branch_prefix, candidate.id),
+            ));
+        }
+        None
+    }
+
+    /// True when this run already claimed the candidate's family for it and its session is
+    /// live: selecting it again repeats the claim and takes no new room under the cap.
+    pub fn holds_claim(&self, candidate: &Candidate) -> bool {
+        self.ledger.claims.iter().any(|claim| {
+            claim.family == candidate.family
+                && claim.candidate == candidate.id
+                && claim.parent_run == self.run.run_id
+        }) && session_of_run(self.ledger, &candidate.id, self.run)
+    }
+}
+
+/// The candidate id of a pull request that is klaud's: its head is a candidate branch of this
+/// repository. Pull requests from forks or on other branches are other people's and never block.
+pub fn own_candidate_of<'p>(
+    pull: &'p super::OpenPullRequest,
+    repository: &str,
+    policy: &Policy,
+) -> Option<&'p str> {
+    let from_this_repository = pull
+        .head_repository
+        .as_deref()
+        .is_some_and(|head| head.eq_ignore_ascii_case(repository));
+    from_this_repository
+        .then(|| policy.candidate_of_branch(&pull.head_branch))
+        .flatten()
+}
+
+/// The longest cooldown still running for the candidate: its own sessions' outcomes, and
+/// family-wide cooldowns (`closed-by-maintainer`) of any session of its family.
+pub fn cooldown_obstacle(
+    ledger: &Ledger,
+    candidate: &Candidate,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Option<Obstacle> {
+    let mut longest: Option<(DateTime<Utc>, String)> = None;
+    for session in &ledger.sessions {
+        let (SessionState::Finished, Some(outcome)) = (session.state, session.outcome) else {
+            continue;
+        };
+        let finished = session.finished_at.unwrap_or(session.started_at);
+        let own = session.candidate == candidate.id;
+        let (until, message) = match policy.cooldown(outcome, session.agent_ran) {
+            Cooldown::Candidate(duration) if own => (
+                finished + duration,
+                format!(
+                    "`{outcome}` of run {} finished {} and earns {}",
+                    session.parent_run,
+                    rfc3339(finished),
+                    days(duration)
+                ),
+            ),
+            Cooldown::Family(duration) if own || session.family == candidate.family => (
+                finished + duration,
+                format!(
+                    "`{outcome}` of candidate {} finished {} and holds the whole family for {}",
+                    session.candidate,
+                    rfc3339(finished),
+                    days(duration)
+                ),
+            ),
+            _ => continue,
+        };
+        if until > now && longest.as_ref().is_none_or(|(known, _)| until > *known) {
+            longest = Some((until, message));
+        }
+    }
+    longest.map(|(until, message)| Obstacle {
+        decision: Decision::CoolingDown,
+        reason: Reason::new(
+            Decision::CoolingDown.code(),
+            format!("{message}: cooling down until {}", rfc3339(until)),
+        ),
+        until: Some(until),
+    })
+}
+
+/// A candidate whose baseline was not verified, when `baselines.json` was given.
+pub fn baseline_obstacle(
+    baselines: Option<&BaselineVerdicts>,
+    candidate: &Candidate,
+) -> Option<Obstacle> {
+    let reason = match baselines?.verdict(&candidate.id) {
+        Some(BaselineVerdict::Verified) => return None,
+        Some(BaselineVerdict::Deferred(reason)) => Reason::new(&reason.code, &reason.message),
+        None => Reason::new(
+            "not-verified",
+            "baselines.json has no record of this candidate",
+        ),
+    };
+    Some(Obstacle {
+        decision: Decision::BaselineDeferred,
+        reason,
+        until: None,
+    })
+}
+
+fn rfc3339(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// `7 days`, `1 day`, `0.5 days`.
+fn days(duration: Duration) -> String {
+    let days = duration.num_seconds() as f64 / 86_400.0;
+    if days == 1.0 {
+        "1 day".to_string()
+    } else if days.fract() == 0.0 {
+        format!("{days:.0} days")
+    } else {
+        let text = format!("{days:.3}");
+        format!("{} days", text.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_days() {
+        assert_eq!(days(Duration::days(7)), "7 days");
+        assert_eq!(days(Duration::days(1)), "1 day");
+        assert_eq!(days(Duration::hours(12)), "0.5 days");
+        assert_eq!(days(Duration::hours(8)), "0.333 days");
+    }
+}

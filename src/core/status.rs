@@ -1,0 +1,347 @@
+//! `status` (contract §3.7): the ledger and the live sessions as one plain report, built from the
+//! ledger as read and klaud's open pull requests, at a given "now". Read-only: nothing here
+//! changes the ledger, and nothing here is read back by another mode.
+//!
+//! The report is what `status.json` holds; the shell renders it as Markdown for the step summary
+//! or as text for a terminal.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::ledger::{Ledger, SessionState};
+use super::policy::{Cooldown, Policy};
+
+/// One of klaud's open pull requests (head `<branch-prefix><id>` in this repository).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct KlaudPullRequest {
+    pub number: u64,
+    pub candidate: String,
+    pub draft: bool,
+    pub labels: Vec<String>,
+}
+
+/// klaud's open pull requests, or why they are unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullRequestsSeen {
+    Listed(Vec<KlaudPullRequest>),
+    Unknown { reason: String },
+}
+
+/// `status.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StatusReport {
+    pub generated_at: DateTime<Utc>,
+    pub repository: String,
+    pub state_branch: String,
+    /// False when the state branch holds no ledger yet (an empty ledger is shown).
+    pub ledger_found: bool,
+    pub max_candidates: u32,
+    /// Sessions counting against the cap.
+    pub live_sessions: usize,
+    pub parked_sessions: usize,
+    /// Sessions a wave may still start: `max-candidates` minus live sessions.
+    pub room: u32,
+    pub recovery_lease: Option<LeaseView>,
+    /// Live and parked sessions, oldest first.
+    pub sessions: Vec<SessionView>,
+    pub claims: Vec<ClaimView>,
+    /// Cooldowns still running, the one ending last first.
+    pub cooldowns: Vec<CooldownView>,
+    /// klaud's open pull requests that no live or parked session owns (recovery examines them).
+    pub pull_requests_without_session: Vec<KlaudPullRequest>,
+    /// Why the open pull requests are unknown, when they are.
+    pub pull_requests_unknown: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct LeaseView {
+    pub owner_run: u64,
+    pub taken_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SessionView {
+    pub candidate: String,
+    pub family: String,
+    /// `live` or `parked`.
+    pub state: String,
+    pub parent_run: u64,
+    pub parent_attempt: Option<u32>,
+    pub started_at: DateTime<Utc>,
+    /// The session's open pull request: from the listing, else as the ledger recorded it.
+    pub pull_request: Option<u64>,
+    pub pull_request_draft: Option<bool>,
+    /// An outcome reported before the parent ended, applied when the session is reconciled.
+    pub pending_outcome: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ClaimView {
+    pub family: String,
+    pub candidate: String,
+    pub parent_run: u64,
+    pub claimed_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CooldownView {
+    pub candidate: String,
+    pub family: String,
+    pub outcome: String,
+    pub finished_at: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    /// `candidate`, or `family` when the outcome holds every candidate of the family.
+    pub holds: String,
+}
+
+/// Everything the report is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusFacts<'a> {
+    pub ledger: &'a Ledger,
+    pub ledger_found: bool,
+    pub pull_requests: &'a PullRequestsSeen,
+    pub repository: &'a str,
+}
+
+pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>) -> StatusReport {
+    let ledger = facts.ledger;
+    let listed: &[KlaudPullRequest] = match facts.pull_requests {
+        PullRequestsSeen::Listed(pulls) => pulls,
+        PullRequestsSeen::Unknown { .. } => &[],
+    };
+    let pull_of_candidate: BTreeMap<&str, &KlaudPullRequest> = listed
+        .iter()
+        .map(|pull| (pull.candidate.as_str(), pull))
+        .collect();
+    let mut sessions: Vec<SessionView> = ledger
+        .sessions
+        .iter()
+        .filter(|session| session.state != SessionState::Finished)
+        .map(|session| {
+            let listed = pull_of_candidate.get(session.candidate.as_str());
+            SessionView {
+                candidate: session.candidate.clone(),
+                family: session.family.clone(),
+                state: match session.state {
+                    SessionState::Parked => "parked",
+                    _ => "live",
+                }
+                .to_string(),
+                parent_run: session.parent_run,
+                parent_attempt: session.parent_attempt,
+                started_at: session.started_at,
+                pull_request: listed.map(|pull| pull.number).or(session.pull_request),
+                pull_request_draft: listed.map(|pull| pull.draft),
+                pending_outcome: session.pending_outcome.map(|outcome| outcome.to_string()),
+            }
+        })
+        .collect();
+    sessions.sort_by_key(|session| session.started_at);
+    let live_sessions = sessions.iter().filter(|s| s.state == "live").count();
+    let parked_sessions = sessions.len() - live_sessions;
+    let with_session: Vec<&str> = sessions.iter().map(|s| s.candidate.as_str()).collect();
+    StatusReport {
+        generated_at: now,
+        repository: facts.repository.to_string(),
+        state_branch: policy.state_branch.clone(),
+        ledger_found: facts.ledger_found,
+        max_candidates: policy.max_candidates,
+        live_sessions,
+        parked_sessions,
+        room: policy
+            .max_candidates
+            .saturating_sub(u32::try_from(live_sessions).unwrap_or(u32::MAX)),
+        recovery_lease: ledger.recovery_lease.as_ref().map(|lease| LeaseView {
+            owner_run: lease.owner_run,
+            taken_at: lease.taken_at,
+        }),
+        claims: ledger
+            .claims
+            .iter()
+            .map(|claim| ClaimView {
+                family: claim.family.clone(),
+                candidate: claim.candidate.clone(),
+                parent_run: claim.parent_run,
+                claimed_at: claim.claimed_at,
+            })
+            .collect(),
+        cooldowns: running_cooldowns(ledger, policy, now),
+        pull_requests_without_session: listed
+            .iter()
+            .filter(|pull| !with_session.contains(&pull.candidate.as_str()))
+            .cloned()
+            .collect(),
+        pull_requests_unknown: match facts.pull_requests {
+            PullRequestsSeen::Listed(_) => None,
+            PullRequestsSeen::Unknown { reason } => Some(reason.clone()),
+        },
+        sessions,
+    }
+}
+
+/// Every finished session whose cooldown has not ended at `now`, the one ending last first.
+fn running_cooldowns(ledger: &Ledger, policy: &Policy, now: DateTime<Utc>) -> Vec<CooldownView> {
+    let mut cooldowns: Vec<CooldownView> = ledger
+        .sessions
+        .iter()
+        .filter(|session| session.state == SessionState::Finished)
+        .filter_map(|session| {
+            let outcome = session.outcome?;
+            let finished_at = session.finished_at.unwrap_or(session.started_at);
+            let (duration, holds) = match policy.cooldown(outcome, session.agent_ran) {
+                Cooldown::Candidate(duration) => (duration, "candidate"),
+                Cooldown::Family(duration) => (duration, "family"),
+                Cooldown::None | Cooldown::WhilePullRequestOpen => return None,
+            };
+            let until = finished_at + duration;
+            (until > now).then(|| CooldownView {
+                candidate: session.candidate.clone(),
+                family: session.family.clone(),
+                outcome: outcome.to_string(),
+                finished_at,
+                until,
+                holds: holds.to_string(),
+            })
+        })
+        .collect();
+    cooldowns.sort_by(|a, b| b.until.cmp(&a.until).then(a.candidate.cmp(&b.candidate)));
+    cooldowns
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+    use crate::core::ledger::Lease;
+    use crate::core::outcome::Outcome;
+    use crate::core::policy::tests::inferencex_policy;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn now() -> DateTime<Utc> {
+        at("2026-11-30T12:00:00Z")
+    }
+
+    /// Live a (family fa), parked p, c failed an hour ago, m closed by a maintainer three days
+    /// ago, o failed two days ago (its one-day cooldown is over), lease held by run 90.
+    fn ledger() -> Ledger {
+        let mut ledger = Ledger::empty();
+        let hours_ago = |hours| now() - Duration::hours(hours);
+        ledger.claim_family("a", "fa", 10, hours_ago(2)).unwrap();
+        ledger.claim_family("p", "fp", 11, hours_ago(3)).unwrap();
+        ledger.sessions[1].state = SessionState::Parked;
+        for (candidate, family, outcome, finished) in [
+            ("c", "fc", Outcome::Failed, hours_ago(1)),
+            ("m", "fm", Outcome::ClosedByMaintainer, hours_ago(72)),
+            ("o", "fo", Outcome::Failed, hours_ago(48)),
+        ] {
+            ledger.claim_family(candidate, family, 9, finished).unwrap();
+            ledger.finish_session(candidate, outcome, true, finished);
+        }
+        ledger.recovery_lease = Some(Lease {
+            owner_run: 90,
+            taken_at: hours_ago(0),
+        });
+        ledger
+    }
+
+    fn pulls() -> PullRequestsSeen {
+        PullRequestsSeen::Listed(vec![
+            KlaudPullRequest {
+                number: 4,
+                candidate: "a".into(),
+                draft: true,
+                labels: vec!["klaud-in-progress".into()],
+            },
+            KlaudPullRequest {
+                number: 6,
+                candidate: "z".into(),
+                draft: true,
+                labels: Vec::new(),
+            },
+        ])
+    }
+
+    fn report(pulls: &PullRequestsSeen) -> StatusReport {
+        let ledger = ledger();
+        let facts = StatusFacts {
+            ledger: &ledger,
+            ledger_found: true,
+            pull_requests: pulls,
+            repository: "acme/bench",
+        };
+        status_report(facts, &inferencex_policy(), now())
+    }
+
+    #[test]
+    fn open_sessions_are_listed_oldest_first_with_their_pull_request() {
+        let report = report(&pulls());
+        let sessions: Vec<(&str, &str, Option<u64>)> = report
+            .sessions
+            .iter()
+            .map(|s| (s.candidate.as_str(), s.state.as_str(), s.pull_request))
+            .collect();
+        assert_eq!(sessions, [("p", "parked", None), ("a", "live", Some(4))]);
+        assert_eq!((report.live_sessions, report.parked_sessions), (1, 1));
+        assert_eq!(
+            report.room, 4,
+            "parked sessions do not count against the cap"
+        );
+        assert_eq!(report.claims.len(), 2);
+        assert_eq!(
+            report.recovery_lease.as_ref().map(|l| l.owner_run),
+            Some(90)
+        );
+    }
+
+    #[test]
+    fn only_running_cooldowns_are_shown_the_longest_first() {
+        let report = report(&pulls());
+        let cooldowns: Vec<(&str, &str)> = report
+            .cooldowns
+            .iter()
+            .map(|c| (c.candidate.as_str(), c.holds.as_str()))
+            .collect();
+        assert_eq!(cooldowns, [("m", "family"), ("c", "candidate")]);
+        assert_eq!(report.cooldowns[0].until, now() + Duration::days(4));
+    }
+
+    #[test]
+    fn a_klaud_pull_request_without_a_session_is_pointed_out() {
+        let report = report(&pulls());
+        let numbers: Vec<u64> = report
+            .pull_requests_without_session
+            .iter()
+            .map(|p| p.number)
+            .collect();
+        assert_eq!(numbers, [6]);
+    }
+
+    #[test]
+    fn unknown_pull_requests_are_said_so_and_the_ledger_is_still_shown() {
+        let unknown = PullRequestsSeen::Unknown {
+            reason: "GET /pulls: HTTP 502".into(),
+        };
+        let report = report(&unknown);
+        assert_eq!(report.sessions.len(), 2);
+        assert_eq!(report.sessions[1].pull_request, None);
+        assert!(report.pull_requests_without_session.is_empty());
+        assert_eq!(
+            report.pull_requests_unknown.as_deref(),
+            Some("GET /pulls: HTTP 502")
+        );
+    }
+}

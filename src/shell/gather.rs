@@ -1,0 +1,383 @@
+//! Building the snapshot of a recovery pass from GitHub and the ledger.
+//!
+//! First the listings every pass needs, read in parallel: the ledger, the open pull requests,
+//! the branches under the candidate and lock prefixes, and the repository's active runs (queued,
+//! then in progress, then waiting: read in the order runs move, so a run changing state between
+//! two listings is still seen once). Then, in rounds, exactly the details the decision asks for
+//! (`core::recover::details_needed`), each round's reads in parallel. A listing that fails or is
+//! cut short is kept as incomplete, never as a shorter truth.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use futures::future::join_all;
+
+use crate::adapters::github::actions::RunFilter;
+use crate::adapters::github::error::GitHubError;
+use crate::adapters::github::models::{Job, PullRequest, WorkflowRun};
+use crate::adapters::github::{GitHubClient, Listing};
+use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
+use crate::core::policy::Policy;
+use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
+use crate::core::snapshot::{
+    CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed, PullRequestFact, Read,
+    RefFact, RunFact, RunState, Snapshot,
+};
+use crate::core::text::bounded;
+
+/// Reads of one round sent at once.
+const READ_CONCURRENCY: usize = 8;
+/// Rounds of detail reads; the longest chain is a session without an open pull request: its
+/// parent run, its branch's pull requests, who closed one, its sweeps, its commits.
+const DETAIL_ROUNDS: usize = 6;
+/// GitHub lists at most this many commits of a pull request.
+const LISTED_COMMITS_CAP: usize = 250;
+/// Statuses of runs that have not completed, in the order a run moves through them.
+const ACTIVE_STATUSES: [&str; 3] = ["queued", "in_progress", "waiting"];
+
+/// The snapshot, and the ledger as read (its blob sha is what the first write must name).
+pub struct Gathered {
+    pub snapshot: Snapshot,
+    pub loaded: LoadedLedger,
+}
+
+/// Reads everything the decision needs; only an unreadable ledger is an error.
+pub async fn gather_recovery_facts(
+    client: &GitHubClient,
+    store: &LedgerStore<'_>,
+    policy: &Policy,
+    context: &RecoveryContext,
+) -> Result<Gathered, LedgerError> {
+    let prefixes = listing_prefixes(policy);
+    let (loaded, pulls, refs, runs) = tokio::join!(
+        store.load(),
+        client.open_pull_requests(),
+        join_all(
+            prefixes
+                .iter()
+                .map(|prefix| client.branches_starting_with(prefix))
+        ),
+        active_runs_and_planner_jobs(client, policy),
+    );
+    let (runs, planner_jobs) = runs;
+    let loaded = loaded?;
+    let repository = client.repository().to_string();
+    let mut snapshot = Snapshot {
+        ledger: loaded.ledger.clone(),
+        open_pull_requests: match pulls {
+            Ok(pulls) => Listed::complete(
+                pulls
+                    .iter()
+                    .filter(|pull| pull.head.branch.starts_with(&policy.branch_prefix))
+                    .map(|pull| pull_request_fact(pull, &repository))
+                    .collect(),
+            ),
+            Err(error) => Listed::failed(describe(&error)),
+        },
+        refs: branch_listing(refs, policy),
+        active_runs: runs,
+        planner_jobs,
+        ..Snapshot::default()
+    };
+    for _ in 0..DETAIL_ROUNDS {
+        let needs = details_needed(&snapshot, policy, context);
+        if needs.is_empty() {
+            break;
+        }
+        read_details(client, policy, &mut snapshot, needs).await;
+    }
+    Ok(Gathered { snapshot, loaded })
+}
+
+/// Every run of the repository that has not completed, and the jobs of the planner runs among
+/// them (they say which candidates are running).
+async fn active_runs_and_planner_jobs(
+    client: &GitHubClient,
+    policy: &Policy,
+) -> (Listed<RunFact>, BTreeMap<u64, Read<Vec<JobFact>>>) {
+    let runs = active_runs(client).await;
+    let planner_runs: Vec<u64> = runs
+        .items
+        .iter()
+        .filter(|run| run.workflow == policy.planner_workflow)
+        .map(|run| run.id)
+        .collect();
+    let jobs = futures::stream::iter(planner_runs.into_iter().map(|id| async move {
+        let jobs = client
+            .run_jobs(id)
+            .await
+            .map(|jobs| jobs.iter().map(job_fact).collect())
+            .map_err(|error| describe(&error));
+        (id, jobs)
+    }))
+    .buffer_unordered(READ_CONCURRENCY)
+    .collect()
+    .await;
+    (runs, jobs)
+}
+
+/// Every run of the repository that has not completed.
+async fn active_runs(client: &GitHubClient) -> Listed<RunFact> {
+    let mut runs: Vec<RunFact> = Vec::new();
+    let mut gaps = Vec::new();
+    for status in ACTIVE_STATUSES {
+        let filter = RunFilter {
+            status: Some(status.to_string()),
+            ..RunFilter::default()
+        };
+        let listed = match client.workflow_runs(&filter).await {
+            Ok(Listing::Complete(listed)) => listed,
+            Ok(Listing::Incomplete { partial, reason }) => {
+                gaps.push(reason);
+                partial
+            }
+            Err(error) => {
+                gaps.push(format!("{status} runs: {}", describe(&error)));
+                Vec::new()
+            }
+        };
+        for run in listed {
+            if !runs.iter().any(|known| known.id == run.id) {
+                runs.push(run_fact(&run));
+            }
+        }
+    }
+    match gaps.is_empty() {
+        true => Listed::complete(runs),
+        false => Listed::incomplete(runs, gaps.join("; ")),
+    }
+}
+
+fn branch_listing(
+    listings: Vec<Result<Vec<crate::adapters::github::models::GitReference>, GitHubError>>,
+    policy: &Policy,
+) -> Listed<RefFact> {
+    let mut refs = Vec::new();
+    let mut gaps = Vec::new();
+    for listing in listings {
+        match listing {
+            Ok(references) => refs.extend(references.into_iter().filter_map(|reference| {
+                let name = reference.name.strip_prefix("refs/heads/")?.to_string();
+                (name.starts_with(&policy.branch_prefix) || policy.is_legacy_lock(&name)).then_some(
+                    RefFact {
+                        name,
+                        sha: reference.object.sha,
+                    },
+                )
+            })),
+            Err(error) => gaps.push(describe(&error)),
+        }
+    }
+    match gaps.is_empty() {
+        true => Listed::complete(refs),
+        false => Listed::incomplete(refs, gaps.join("; ")),
+    }
+}
+
+/// One detail read.
+enum Detail {
+    Run(u64, Read<RunState>),
+    Jobs(u64, Read<Vec<JobFact>>),
+    Commits(u64, Read<CommitsFact>),
+    Sweeps(String, Read<Listed<RunFact>>),
+    Issue(u64, Read<IssueFact>),
+    BranchPullRequests(String, Read<Vec<PullRequestFact>>),
+    CommitMessage(String, Read<String>),
+    DefaultBranch(Read<String>),
+}
+
+async fn read_details(
+    client: &GitHubClient,
+    policy: &Policy,
+    snapshot: &mut Snapshot,
+    needs: DetailRequests,
+) {
+    let repository = client.repository().to_string();
+    let repository = repository.as_str();
+    let mut reads: Vec<futures::future::BoxFuture<'_, Detail>> = Vec::new();
+    for id in needs.runs {
+        reads.push(Box::pin(async move {
+            let state = match client.workflow_run(id).await {
+                Ok(run) if run.is_active() => Ok(RunState::Active),
+                Ok(run) => Ok(RunState::Finished {
+                    ended_at: run.updated_at,
+                }),
+                Err(error) if error.is_not_found() => Ok(RunState::Missing),
+                Err(error) => Err(describe(&error)),
+            };
+            Detail::Run(id, state)
+        }));
+    }
+    for id in needs.planner_jobs {
+        reads.push(Box::pin(async move {
+            let jobs = client
+                .run_jobs(id)
+                .await
+                .map(|jobs| jobs.iter().map(job_fact).collect());
+            Detail::Jobs(id, jobs.map_err(|error| describe(&error)))
+        }));
+    }
+    for number in needs.commits {
+        reads.push(Box::pin(async move {
+            let commits = client
+                .pull_request_commits(number)
+                .await
+                .map(|commits| CommitsFact {
+                    complete: commits.len() < LISTED_COMMITS_CAP,
+                    commits: commits
+                        .into_iter()
+                        .map(|commit| CommitFact {
+                            sha: commit.sha,
+                            author: commit.author.map(|account| account.login),
+                            committer: commit.committer.map(|account| account.login),
+                        })
+                        .collect(),
+                });
+            Detail::Commits(number, commits.map_err(|error| describe(&error)))
+        }));
+    }
+    for branch in needs.sweeps {
+        let filter = RunFilter {
+            branch: Some(branch.clone()),
+            ..RunFilter::workflow(&policy.sweep_workflow)
+        };
+        reads.push(Box::pin(async move {
+            let listed = match client.workflow_runs(&filter).await {
+                Ok(Listing::Complete(runs)) => {
+                    Ok(Listed::complete(runs.iter().map(run_fact).collect()))
+                }
+                Ok(Listing::Incomplete { partial, reason }) => Ok(Listed::incomplete(
+                    partial.iter().map(run_fact).collect(),
+                    reason,
+                )),
+                // A workflow file that does not exist has no runs.
+                Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
+                Err(error) => Err(describe(&error)),
+            };
+            Detail::Sweeps(branch, listed)
+        }));
+    }
+    for number in needs.issues {
+        reads.push(Box::pin(async move {
+            let issue = client.issue(number).await.map(|issue| IssueFact {
+                number,
+                open: issue.state == "open",
+                closed_by: issue.closed_by.map(|account| account.login),
+                merged: issue
+                    .pull_request
+                    .as_ref()
+                    .is_some_and(|pull| pull.merged_at.is_some()),
+            });
+            Detail::Issue(number, issue.map_err(|error| describe(&error)))
+        }));
+    }
+    for branch in needs.branch_pull_requests {
+        reads.push(Box::pin(async move {
+            let pulls = client.pull_requests_for_branch(&branch).await.map(|pulls| {
+                pulls
+                    .iter()
+                    .map(|pull| pull_request_fact(pull, repository))
+                    .collect()
+            });
+            Detail::BranchPullRequests(branch, pulls.map_err(|error| describe(&error)))
+        }));
+    }
+    for sha in needs.commit_messages {
+        reads.push(Box::pin(async move {
+            let message = client.git_commit(&sha).await.map(|commit| commit.message);
+            Detail::CommitMessage(sha, message.map_err(|error| describe(&error)))
+        }));
+    }
+    if needs.default_branch {
+        reads.push(Box::pin(async move {
+            let branch = client
+                .repository_info()
+                .await
+                .map(|repository| repository.default_branch);
+            Detail::DefaultBranch(branch.map_err(|error| describe(&error)))
+        }));
+    }
+    let details: Vec<Detail> = futures::stream::iter(reads)
+        .buffer_unordered(READ_CONCURRENCY)
+        .collect()
+        .await;
+    for detail in details {
+        match detail {
+            Detail::Run(id, state) => {
+                snapshot.runs.insert(id, state);
+            }
+            Detail::Jobs(id, jobs) => {
+                snapshot.planner_jobs.insert(id, jobs);
+            }
+            Detail::Commits(number, commits) => {
+                snapshot.commits.insert(number, commits);
+            }
+            Detail::Sweeps(branch, runs) => {
+                snapshot.sweeps.insert(branch, runs);
+            }
+            Detail::Issue(number, issue) => {
+                snapshot.issues.insert(number, issue);
+            }
+            Detail::BranchPullRequests(branch, pulls) => {
+                snapshot.branch_pull_requests.insert(branch, pulls);
+            }
+            Detail::CommitMessage(sha, message) => {
+                snapshot.commit_messages.insert(sha, message);
+            }
+            Detail::DefaultBranch(branch) => snapshot.default_branch = Some(branch),
+        }
+    }
+}
+
+/// klaud's view of a pull request.
+pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFact {
+    PullRequestFact {
+        number: pull.number,
+        node_id: pull.node_id.clone(),
+        head_branch: pull.head.branch.clone(),
+        head_sha: pull.head.sha.clone(),
+        from_this_repository: pull
+            .head
+            .repo
+            .as_ref()
+            .is_some_and(|repo| repo.full_name.eq_ignore_ascii_case(repository)),
+        author: pull.user.as_ref().map(|user| user.login.clone()),
+        open: pull.state == "open",
+        draft: pull.draft,
+        merged: pull.merged_at.is_some(),
+        labels: pull.labels.iter().map(|label| label.name.clone()).collect(),
+        created_at: pull.created_at,
+    }
+}
+
+/// klaud's view of a run; the workflow is its file name.
+pub fn run_fact(run: &WorkflowRun) -> RunFact {
+    RunFact {
+        id: run.id,
+        workflow: run.path.rsplit('/').next().unwrap_or(&run.path).to_string(),
+        head_branch: run.head_branch.clone(),
+        head_sha: run.head_sha.clone(),
+        title: run.display_title.clone(),
+        actor: run.actor.as_ref().map(|account| account.login.clone()),
+        triggering_actor: run
+            .triggering_actor
+            .as_ref()
+            .map(|account| account.login.clone()),
+        active: run.is_active(),
+        conclusion: run.conclusion.clone(),
+        created_at: run.created_at,
+        updated_at: run.updated_at,
+    }
+}
+
+fn job_fact(job: &Job) -> JobFact {
+    JobFact {
+        name: job.name.clone(),
+        active: job.status != "completed",
+    }
+}
+
+/// An error as a fact: method, path, status and GitHub's bounded message (never a token).
+pub fn describe(error: &GitHubError) -> String {
+    bounded(&error.to_string(), 300)
+}

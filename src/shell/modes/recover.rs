@@ -1,0 +1,412 @@
+//! `recover` (contract §3.4, §4, §5): reconcile sessions whose parent run ended, sweep abandoned
+//! work without touching anything a maintainer touched, keep one status label per klaud pull
+//! request, release claims, delete legacy lock refs and resume parked sessions under the cap.
+//!
+//! gather the snapshot (`shell::gather`) → `core::recover` decides → the plan is printed →
+//! `shell::apply` applies it (or, in a dry run, only reports it) → outputs, `recover.json` and
+//! the step summary.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::StepContext;
+use crate::adapters::ledger_store::LedgerStore;
+use crate::core::plan::Action;
+use crate::core::policy::Policy;
+use crate::core::recover::ledger_plan::WriteSettings;
+use crate::core::recover::{RecoveryContext, RecoveryPlan, Verdict, recover};
+use crate::shell::apply::{ActionResult, ApplyReport, ApplySettings, apply_plan};
+use crate::shell::cli::RecoverArgs;
+use crate::shell::error::StepError;
+use crate::shell::gather::gather_recovery_facts;
+use crate::shell::github::{GitHubConnection, RequestReport, connect};
+use crate::shell::outputs::{Reporter, markdown_table};
+
+/// Reads a pass may spend examining leftover candidate branches and legacy lock refs whose run
+/// is only named in their commit; later passes continue.
+pub const INSPECTION_READS_PER_PASS: usize = 5;
+
+/// The step outputs of `recover`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RecoverOutputs {
+    /// JSON array of the candidates whose ended session this pass recorded an outcome for.
+    pub reconciled: Vec<String>,
+    /// JSON array of the abandoned candidates this pass cleaned up.
+    pub swept: Vec<String>,
+    /// JSON array of the candidates left alone (handed off, ready, a maintainer's commit, …).
+    pub left_alone: Vec<String>,
+    /// JSON array of the candidates a maintainer may be acting on: nothing of them was touched.
+    pub needs_inspection: Vec<String>,
+    /// JSON array of the parked candidates this pass started again.
+    pub resumed: Vec<String>,
+    /// Legacy lock refs and leftover candidate branches this pass deleted.
+    pub refs_deleted: usize,
+    /// JSON object: the GitHub requests of this pass (`reads`, `writes`, `retries`, `waited-ms`)
+    /// and its budgets (`max-operations`, `max-reads`).
+    pub requests: RequestReport,
+}
+
+/// What one pass needs besides its clients and the policy.
+#[derive(Debug, Clone)]
+pub struct PassSettings {
+    /// This run's id: the lease owner.
+    pub own_run: u64,
+    pub now: DateTime<Utc>,
+    pub dry_run: bool,
+    pub inspection_reads: usize,
+}
+
+/// What one pass decided and did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PassReport {
+    pub plan: RecoveryPlan,
+    pub applied: ApplyReport,
+    pub requests: RequestReport,
+}
+
+impl PassReport {
+    /// Candidates with a verdict. Reconciled and swept ones count only when this pass recorded
+    /// the outcome or was cleared to apply the cleanup (in a dry run: what it would do); a pass
+    /// without the lease leaves them to the pass that holds it.
+    pub fn candidates_with(&self, verdict: Verdict) -> Vec<String> {
+        let applied = &self.applied;
+        self.plan
+            .candidates
+            .iter()
+            .filter(|report| report.verdict == verdict)
+            .filter(|report| match verdict {
+                Verdict::Reconciled | Verdict::Swept if !applied.dry_run => {
+                    applied.recorded.contains(&report.candidate)
+                        || report
+                            .group
+                            .and_then(|index| applied.groups.get(index))
+                            .is_some_and(|group| group.cleared)
+                }
+                _ => true,
+            })
+            .map(|report| report.candidate.clone())
+            .collect()
+    }
+
+    /// Refs this pass deleted (legacy lock refs and leftover branches).
+    pub fn refs_deleted(&self) -> usize {
+        self.applied
+            .groups
+            .iter()
+            .flat_map(|group| &group.actions)
+            .filter(|record| {
+                matches!(
+                    record.action,
+                    Action::DeleteLockRef { .. } | Action::DeleteBranch { .. }
+                ) && record.result == ActionResult::Done("deleted".into())
+            })
+            .count()
+    }
+}
+
+/// One recovery pass: snapshot → plan → apply. An error means the ledger could not be read or
+/// its first write failed: nothing was changed on GitHub.
+pub async fn run_pass(
+    connection: &GitHubConnection,
+    policy: &Policy,
+    settings: &PassSettings,
+) -> Result<PassReport, String> {
+    let store = LedgerStore::new(&connection.client, &policy.state_branch);
+    let context = RecoveryContext {
+        own_run: settings.own_run,
+        now: settings.now,
+        inspection_reads: settings.inspection_reads,
+    };
+    let gathered = gather_recovery_facts(&connection.client, &store, policy, &context)
+        .await
+        .map_err(|error| format!("the ledger could not be read: {error}"))?;
+    let plan = recover(&gathered.snapshot, policy, &context);
+    let apply_settings = ApplySettings {
+        dry_run: settings.dry_run,
+        write: WriteSettings {
+            own_run: settings.own_run,
+            now: settings.now,
+            max_live: policy.max_candidates,
+            prune_after: policy.longest_cooldown(),
+        },
+        bot: policy.bot.clone(),
+    };
+    let applied = apply_plan(&plan, connection, &store, gathered.loaded, &apply_settings)
+        .await
+        .map_err(|error| {
+            format!("the ledger could not be written, nothing was changed: {error}")
+        })?;
+    Ok(PassReport {
+        plan,
+        applied,
+        requests: connection.report(),
+    })
+}
+
+pub async fn run(context: &StepContext, arguments: &RecoverArgs) -> Result<(), StepError> {
+    let reporter = &context.reporter;
+    let own_run = match context.environment.github_run_id.as_deref() {
+        Some(text) => text.trim().parse::<u64>().map_err(|_| {
+            StepError::bad_input("GITHUB_RUN_ID", format!("'{text}' is not a run id"))
+        })?,
+        None if context.dry_run => 0,
+        None => {
+            return Err(StepError::bad_input(
+                "GITHUB_RUN_ID",
+                "recover needs the id of the run it belongs to: it is the owner of the recovery lease",
+            ));
+        }
+    };
+    let connection = connect(context, &arguments.github)?;
+    let settings = PassSettings {
+        own_run,
+        now: Utc::now(),
+        dry_run: context.dry_run,
+        inspection_reads: INSPECTION_READS_PER_PASS,
+    };
+    reporter.info(&format!(
+        "recover for {} as run {own_run}{}",
+        connection.client.repository(),
+        if context.dry_run {
+            " (dry run: nothing is written)"
+        } else {
+            ""
+        }
+    ));
+    let report = run_pass(&connection, &context.policy, &settings)
+        .await
+        .map_err(StepError::failed)?;
+    print_plan(reporter, &report.plan);
+    print_results(reporter, &report.applied);
+    for skipped in &report.plan.skipped {
+        reporter.warning(skipped);
+    }
+    write_record(&context.directory, &report)?;
+    let outputs = RecoverOutputs {
+        reconciled: report.candidates_with(Verdict::Reconciled),
+        swept: report.candidates_with(Verdict::Swept),
+        left_alone: report.candidates_with(Verdict::LeftAlone),
+        needs_inspection: report.candidates_with(Verdict::NeedsInspection),
+        resumed: report.applied.resumed.clone(),
+        refs_deleted: report.refs_deleted(),
+        requests: report.requests,
+    };
+    reporter
+        .write_outputs(&outputs)
+        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    reporter
+        .write_summary(&summary(&report, context.dry_run))
+        .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
+    if let Some(error) = &report.applied.final_write_error {
+        return Err(StepError::failed(format!(
+            "the last ledger write failed ({error}); the recovery lease stays with run {own_run} until that run is seen finished"
+        )));
+    }
+    Ok(())
+}
+
+fn print_plan(reporter: &Reporter, plan: &RecoveryPlan) {
+    reporter.begin_group("recovery plan");
+    reporter.info(&plan.ledger.lease.describe());
+    for report in &plan.candidates {
+        let pull = report
+            .pull_request
+            .map(|number| format!(" #{number}"))
+            .unwrap_or_default();
+        reporter.info(&format!(
+            "{}{pull}: {} — {}",
+            report.candidate,
+            report.verdict.name(),
+            report.reason
+        ));
+        if let Some(group) = report.group.and_then(|index| plan.groups.get(index)) {
+            for (step, action) in group.actions.iter().enumerate() {
+                reporter.info(&format!("  {}. {action}", step + 1));
+            }
+        }
+    }
+    let refs = &plan.refs;
+    reporter.info(&format!(
+        "legacy lock refs: {} to delete, {} of running runs, {} kept; leftover branches: {} to delete, {} kept; {} not examined this pass",
+        refs.lock_refs_to_delete,
+        refs.lock_refs_of_running_runs,
+        refs.lock_refs_kept,
+        refs.branches_to_delete,
+        refs.branches_kept,
+        refs.deferred
+    ));
+    for note in &refs.notes {
+        reporter.info(&format!("  {note}"));
+    }
+    reporter.end_group();
+}
+
+fn print_results(reporter: &Reporter, applied: &ApplyReport) {
+    reporter.begin_group(if applied.dry_run {
+        "dry run: nothing written"
+    } else {
+        "applied"
+    });
+    for write in &applied.ledger_writes {
+        reporter.info(&format!("ledger: {write}"));
+    }
+    let mut lock_refs = (0, 0);
+    for group in &applied.groups {
+        for record in &group.actions {
+            if matches!(record.action, Action::DeleteLockRef { .. }) {
+                lock_refs.0 += usize::from(record.result.is_done());
+                lock_refs.1 += 1;
+                if record.result.is_done() {
+                    continue;
+                }
+            }
+            let line = format!(
+                "{}: {} — {}",
+                group.subject,
+                record.description,
+                result_text(&record.result)
+            );
+            match &record.result {
+                ActionResult::Failed(_) => reporter.warning(&line),
+                _ => reporter.info(&line),
+            }
+        }
+    }
+    if lock_refs.1 > 0 {
+        reporter.info(&format!(
+            "legacy lock refs: {} of {} deleted",
+            lock_refs.0, lock_refs.1
+        ));
+    }
+    if let Some(refusal) = &applied.lease_refusal {
+        reporter.warning(refusal);
+    }
+    for (candidate, why) in &applied.refused_resumes {
+        reporter.info(&format!("{candidate}: not resumed — {why}"));
+    }
+    if applied.budget_reached {
+        reporter.warning(
+            "the write budget (max-operations) of this pass is used: the next pass continues",
+        );
+    }
+    reporter.end_group();
+}
+
+fn result_text(result: &ActionResult) -> String {
+    match result {
+        ActionResult::Done(detail) => format!("done ({detail})"),
+        ActionResult::Dropped(reason) => format!("dropped: {reason}"),
+        ActionResult::Failed(error) => format!("failed: {error}"),
+        ActionResult::NotAttempted(reason) => format!("not sent: {reason}"),
+    }
+}
+
+fn write_record(directory: &Path, report: &PassReport) -> Result<(), StepError> {
+    std::fs::create_dir_all(directory).map_err(|error| {
+        StepError::failed(format!("cannot create {}: {error}", directory.display()))
+    })?;
+    let path = directory.join("recover.json");
+    let text = serde_json::to_string_pretty(report).expect("the report serializes");
+    std::fs::write(&path, text + "\n")
+        .map_err(|error| StepError::failed(format!("cannot write {}: {error}", path.display())))
+}
+
+fn summary(report: &PassReport, dry_run: bool) -> String {
+    let plan = &report.plan;
+    let count = |verdict| report.candidates_with(verdict).len();
+    let mut text = format!(
+        "### klaud recover{}: {} reconciled, {} swept, {} left alone, {} need inspection, {} resumed, {} live, {} parked\n\n",
+        if dry_run { " (dry run)" } else { "" },
+        count(Verdict::Reconciled),
+        count(Verdict::Swept),
+        count(Verdict::LeftAlone),
+        count(Verdict::NeedsInspection),
+        report.applied.resumed.len(),
+        count(Verdict::Live),
+        count(Verdict::Parked),
+    );
+    let _ = writeln!(text, "- {}", plan.ledger.lease.describe());
+    if let Some(refusal) = &report.applied.lease_refusal {
+        let _ = writeln!(text, "- {refusal}");
+    }
+    for skipped in &plan.skipped {
+        let _ = writeln!(text, "- **skipped**: {skipped}");
+    }
+    if report.applied.budget_reached {
+        let _ = writeln!(
+            text,
+            "- the write budget (max-operations) was used up: the next pass continues"
+        );
+    }
+    text.push('\n');
+    let rows: Vec<Vec<String>> = plan
+        .candidates
+        .iter()
+        .map(|candidate| {
+            let actions = candidate
+                .group
+                .and_then(|index| report.applied.groups.get(index))
+                .map(|group| {
+                    group
+                        .actions
+                        .iter()
+                        .map(|record| {
+                            format!("{}: {}", record.description, result_text(&record.result))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            vec![
+                candidate.candidate.clone(),
+                candidate
+                    .pull_request
+                    .map(|number| format!("#{number}"))
+                    .unwrap_or_default(),
+                candidate.verdict.name().to_string(),
+                candidate
+                    .outcome
+                    .map(|outcome| outcome.to_string())
+                    .unwrap_or_default(),
+                candidate.reason.clone(),
+                actions,
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        text.push_str(&markdown_table(
+            &[
+                "candidate",
+                "pull request",
+                "verdict",
+                "outcome",
+                "why",
+                "actions",
+            ],
+            &rows,
+        ));
+        text.push('\n');
+    }
+    let refs = &plan.refs;
+    let _ = writeln!(
+        text,
+        "Legacy lock refs: {} planned for deletion, {} of running runs kept, {} kept otherwise. Leftover candidate branches: {} planned for deletion, {} kept. {} not examined this pass. Deleted: {}.",
+        refs.lock_refs_to_delete,
+        refs.lock_refs_of_running_runs,
+        refs.lock_refs_kept,
+        refs.branches_to_delete,
+        refs.branches_kept,
+        refs.deferred,
+        report.refs_deleted(),
+    );
+    for write in &report.applied.ledger_writes {
+        let _ = writeln!(text, "\nLedger: {write}");
+    }
+    let _ = writeln!(text, "\n{}", report.requests.summary_line());
+    text
+}

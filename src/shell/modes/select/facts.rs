@@ -1,0 +1,138 @@
+//! What `select` reads besides the ledger: the open pull requests and the candidate branches
+//! (read concurrently; a listing that fails is recorded as incomplete, never as empty), and the
+//! capacity gate's answer (config `capacity.command`, run once per pass through the process
+//! adapter).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::adapters::github::GitHubClient;
+use crate::adapters::process::{ChildCommand, ChildEnvironment, run_child};
+use crate::core::candidate::Candidate;
+use crate::core::policy::Policy;
+use crate::core::select::capacity::{CapacityGate, read_capacity_answer, targets_to_ask};
+use crate::core::select::{GitHubFacts, Observed, OpenPullRequest};
+use crate::shell::config::CapacitySettings;
+use crate::shell::outputs::Reporter;
+
+/// Seconds the capacity command may take when `capacity.timeout-seconds` is not set.
+pub const DEFAULT_CAPACITY_TIMEOUT_SECONDS: u64 = 60;
+/// Bytes of the capacity command's stdout kept; more is a garbled answer.
+const CAPACITY_STDOUT_LIMIT: usize = 1024 * 1024;
+
+/// Lists the open pull requests and the branches under the branch prefix, concurrently.
+pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHubFacts {
+    let (pulls, branches) = tokio::join!(
+        client.open_pull_requests(),
+        client.branches_starting_with(&policy.branch_prefix)
+    );
+    let open_pull_requests = match pulls {
+        Ok(pulls) => Observed::Complete(
+            pulls
+                .into_iter()
+                .map(|pull| OpenPullRequest {
+                    number: pull.number,
+                    head_branch: pull.head.branch,
+                    head_repository: pull.head.repo.map(|repository| repository.full_name),
+                })
+                .collect(),
+        ),
+        Err(error) => Observed::Incomplete {
+            reason: format!("the open pull requests could not be listed: {error}"),
+        },
+    };
+    let candidate_branches = match branches {
+        Ok(references) => Observed::Complete(
+            references
+                .into_iter()
+                .map(|reference| {
+                    reference
+                        .name
+                        .strip_prefix("refs/heads/")
+                        .unwrap_or(&reference.name)
+                        .to_string()
+                })
+                .collect::<BTreeSet<String>>(),
+        ),
+        Err(error) => Observed::Incomplete {
+            reason: format!("the candidate branches could not be listed: {error}"),
+        },
+    };
+    GitHubFacts {
+        repository: client.repository().to_string(),
+        open_pull_requests,
+        candidate_branches,
+    }
+}
+
+/// Runs the capacity command once with every target the candidates name, when one is
+/// configured and some candidate names targets. Its stderr goes to the log only, fenced; the
+/// answer records only the kind of a failure.
+pub async fn consult_capacity_gate(
+    settings: &CapacitySettings,
+    candidates: &[Candidate],
+    reporter: &Reporter,
+) -> CapacityGate {
+    let (Some(argv), Some(targets)) = (&settings.command, targets_to_ask(candidates)) else {
+        return CapacityGate::Open;
+    };
+    let Some((program, args)) = argv.split_first() else {
+        return CapacityGate::Open;
+    };
+    let timeout = settings
+        .timeout_seconds
+        .unwrap_or(DEFAULT_CAPACITY_TIMEOUT_SECONDS);
+    let mut command = ChildCommand::new(program, Duration::from_secs(timeout)).args(args);
+    command.environment = ChildEnvironment::Inherited(Vec::new());
+    command.stdin = Some(serde_json::to_vec(&targets).expect("targets serialize"));
+    command.stdout_limit = CAPACITY_STDOUT_LIMIT;
+    reporter.info(&format!(
+        "capacity gate: asking `{}` about {} target(s)",
+        command.display(),
+        targets.len()
+    ));
+    let gate = match run_child(&command).await {
+        Err(error) => CapacityGate::Unavailable {
+            message: format!(
+                "the capacity command could not be started ({})",
+                error.kind()
+            ),
+        },
+        Ok(output) => {
+            reporter.untrusted_block("capacity command stderr", &output.stderr);
+            if output.timed_out {
+                CapacityGate::Unavailable {
+                    message: format!("the capacity command ran longer than {timeout} s"),
+                }
+            } else if output.exit != Some(0) {
+                CapacityGate::Unavailable {
+                    message: match output.exit {
+                        Some(code) => format!("the capacity command exited with code {code}"),
+                        None => "the capacity command was ended by a signal".to_string(),
+                    },
+                }
+            } else if output.stdout_truncated {
+                CapacityGate::Unavailable {
+                    message: "the capacity command printed more than 1 MiB".to_string(),
+                }
+            } else {
+                read_capacity_answer(&output.stdout)
+            }
+        }
+    };
+    match &gate {
+        CapacityGate::Eligible(eligible) => reporter.info(&format!(
+            "capacity gate: {} of {} target(s) can run now",
+            targets
+                .iter()
+                .filter(|target| eligible.contains(*target))
+                .count(),
+            targets.len()
+        )),
+        CapacityGate::Unavailable { message } => {
+            reporter.warning(&format!("capacity gate unavailable: {message}"));
+        }
+        CapacityGate::Open => {}
+    }
+    gate
+}

@@ -1,0 +1,344 @@
+//! `status` (contract §3.7): the ledger and the live sessions, read-only.
+//!
+//! Reads as: the ledger and the open pull requests (concurrently) → `core::status` → the report:
+//! `status.json` in the work directory, the `live-sessions` output, and either a Markdown
+//! summary (inside GitHub Actions) or a text rendering for a terminal (`klaud status` run by
+//! hand). A ledger that cannot be read fails the step; open pull requests that cannot be listed
+//! are reported as unknown and the ledger is still shown.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+use super::StepContext;
+use super::work_files::write_json_file;
+use crate::adapters::ledger_store::LedgerStore;
+use crate::core::prepare_review::{ListedPullRequest, klaud_candidate_of};
+use crate::core::status::{
+    KlaudPullRequest, PullRequestsSeen, StatusFacts, StatusReport, status_report,
+};
+use crate::shell::cli::StatusArgs;
+use crate::shell::error::StepError;
+use crate::shell::github::{RequestReport, connect};
+use crate::shell::outputs::markdown_table;
+
+/// The step outputs of `status`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StatusOutputs {
+    /// Sessions live in the ledger (those counting against `max-candidates`).
+    pub live_sessions: usize,
+    /// JSON object: the GitHub requests of this step and its budgets.
+    pub requests: RequestReport,
+}
+
+pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), StepError> {
+    let reporter = &context.reporter;
+    let connection = connect(context, &arguments.github)?;
+    let client = &connection.client;
+    let policy = &context.policy;
+    let store = LedgerStore::new(client, &policy.state_branch);
+    let (loaded, open) = tokio::join!(store.load(), client.open_pull_requests());
+    let loaded = loaded.map_err(|error| {
+        StepError::failed(format!(
+            "the ledger on {} could not be read: {error}",
+            policy.state_branch
+        ))
+    })?;
+    let pull_requests = match open {
+        Ok(pulls) => PullRequestsSeen::Listed(
+            pulls
+                .into_iter()
+                .filter_map(|pull| {
+                    let listed = ListedPullRequest {
+                        number: pull.number,
+                        title: pull.title,
+                        draft: pull.draft,
+                        author: None,
+                        head_branch: pull.head.branch,
+                        head_repository: pull.head.repo.map(|repository| repository.full_name),
+                        head_sha: pull.head.sha,
+                        labels: pull.labels.into_iter().map(|label| label.name).collect(),
+                    };
+                    let candidate = klaud_candidate_of(&listed, client.repository(), policy)?;
+                    Some(KlaudPullRequest {
+                        number: listed.number,
+                        candidate: candidate.to_string(),
+                        draft: listed.draft,
+                        labels: listed.labels.clone(),
+                    })
+                })
+                .collect(),
+        ),
+        Err(error) => {
+            reporter.warning(&format!(
+                "status: the open pull requests could not be listed, so they are not shown: {error}"
+            ));
+            PullRequestsSeen::Unknown {
+                reason: format!("the open pull requests could not be listed: {error}"),
+            }
+        }
+    };
+    let facts = StatusFacts {
+        ledger: &loaded.ledger,
+        ledger_found: loaded.blob_sha.is_some(),
+        pull_requests: &pull_requests,
+        repository: client.repository(),
+    };
+    let report = status_report(facts, policy, Utc::now());
+    let path = write_json_file(&context.directory, "status.json", &report)?;
+    reporter.info(&format!(
+        "status: {} live and {} parked session(s) of a cap of {}; wrote {}",
+        report.live_sessions,
+        report.parked_sessions,
+        report.max_candidates,
+        path.display()
+    ));
+    let requests = connection.report();
+    let outputs = StatusOutputs {
+        live_sessions: report.live_sessions,
+        requests,
+    };
+    reporter
+        .write_outputs(&outputs)
+        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    let rendering = if context.environment.in_github_actions {
+        markdown(&report, &requests)
+    } else {
+        terminal_text(&report)
+    };
+    reporter
+        .write_summary(&rendering)
+        .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
+    Ok(())
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The headline both renderings share.
+fn headline(report: &StatusReport) -> String {
+    let ledger = if report.ledger_found {
+        format!("ledger.json on {}", report.state_branch)
+    } else {
+        format!("no ledger on {} yet", report.state_branch)
+    };
+    let lease = match &report.recovery_lease {
+        Some(lease) => format!(
+            "recovery lease held by run {} since {}",
+            lease.owner_run,
+            time(lease.taken_at)
+        ),
+        None => "recovery lease free".to_string(),
+    };
+    format!(
+        "{}: {} live and {} parked session(s), cap {} (room for {}); {}; {}",
+        report.repository,
+        report.live_sessions,
+        report.parked_sessions,
+        report.max_candidates,
+        report.room,
+        lease,
+        ledger
+    )
+}
+
+/// The tables of the report: (title, header, rows, what to say when empty).
+type Section = (
+    &'static str,
+    Vec<&'static str>,
+    Vec<Vec<String>>,
+    &'static str,
+);
+
+fn sections(report: &StatusReport) -> Vec<Section> {
+    let sessions = report
+        .sessions
+        .iter()
+        .map(|session| {
+            vec![
+                session.candidate.clone(),
+                session.family.clone(),
+                session.state.clone(),
+                session.parent_run.to_string(),
+                time(session.started_at),
+                match (session.pull_request, session.pull_request_draft) {
+                    (Some(number), Some(true)) => format!("#{number} (draft)"),
+                    (Some(number), _) => format!("#{number}"),
+                    (None, _) => "-".to_string(),
+                },
+                session
+                    .pending_outcome
+                    .clone()
+                    .unwrap_or_else(|| "-".to_string()),
+            ]
+        })
+        .collect();
+    let claims = report
+        .claims
+        .iter()
+        .map(|claim| {
+            vec![
+                claim.family.clone(),
+                claim.candidate.clone(),
+                claim.parent_run.to_string(),
+                time(claim.claimed_at),
+            ]
+        })
+        .collect();
+    let cooldowns = report
+        .cooldowns
+        .iter()
+        .map(|cooldown| {
+            vec![
+                cooldown.candidate.clone(),
+                cooldown.family.clone(),
+                cooldown.outcome.clone(),
+                time(cooldown.finished_at),
+                time(cooldown.until),
+                cooldown.holds.clone(),
+            ]
+        })
+        .collect();
+    let orphans = report
+        .pull_requests_without_session
+        .iter()
+        .map(|pull| {
+            vec![
+                format!("#{}", pull.number),
+                pull.candidate.clone(),
+                if pull.draft { "draft" } else { "ready" }.to_string(),
+                pull.labels.join(", "),
+            ]
+        })
+        .collect();
+    vec![
+        (
+            "Sessions",
+            vec![
+                "candidate",
+                "family",
+                "state",
+                "parent run",
+                "started",
+                "pull request",
+                "pending outcome",
+            ],
+            sessions,
+            "no live or parked session",
+        ),
+        (
+            "Claims",
+            vec!["family", "candidate", "parent run", "claimed"],
+            claims,
+            "no claim",
+        ),
+        (
+            "Cooling down",
+            vec![
+                "candidate",
+                "family",
+                "outcome",
+                "finished",
+                "until",
+                "holds",
+            ],
+            cooldowns,
+            "no cooldown running",
+        ),
+        (
+            "klaud pull requests without a session",
+            vec!["pull request", "candidate", "state", "labels"],
+            orphans,
+            "none",
+        ),
+    ]
+}
+
+/// The step summary.
+fn markdown(report: &StatusReport, requests: &RequestReport) -> String {
+    let mut text = format!("### klaud status\n\n{}.\n", headline(report));
+    if let Some(reason) = &report.pull_requests_unknown {
+        let _ = writeln!(text, "\nOpen pull requests unknown: {reason}.");
+    }
+    for (title, header, rows, empty) in sections(report) {
+        let _ = write!(text, "\n#### {title}\n\n");
+        if rows.is_empty() {
+            let _ = writeln!(text, "{}.", capitalized(empty));
+        } else {
+            text.push_str(&markdown_table(&header, &rows));
+        }
+    }
+    let _ = write!(text, "\n{}\n", requests.summary_line());
+    text
+}
+
+/// The report for a person at a terminal: aligned columns, no Markdown.
+fn terminal_text(report: &StatusReport) -> String {
+    let mut text = format!("klaud status\n{}\n", headline(report));
+    if let Some(reason) = &report.pull_requests_unknown {
+        let _ = writeln!(text, "open pull requests unknown: {reason}");
+    }
+    for (title, header, rows, empty) in sections(report) {
+        let _ = write!(text, "\n{title}\n");
+        if rows.is_empty() {
+            let _ = writeln!(text, "  {empty}");
+        } else {
+            text.push_str(&aligned_columns(&header, &rows));
+        }
+    }
+    text
+}
+
+fn aligned_columns(header: &[&str], rows: &[Vec<String>]) -> String {
+    let clean = |cell: &str| cell.replace(['\n', '\r', '\t'], " ");
+    let mut widths: Vec<usize> = header.iter().map(|title| title.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(clean(cell).chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        format!("  {}\n", padded.join("  ").trim_end())
+    };
+    let mut text = line(header.iter().map(|title| title.to_string()).collect());
+    for row in rows {
+        text.push_str(&line(row.iter().map(|cell| clean(cell)).collect()));
+    }
+    text
+}
+
+fn capitalized(text: &str) -> String {
+    let mut characters = text.chars();
+    match characters.next() {
+        Some(first) => first.to_uppercase().chain(characters).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_columns_line_up_whatever_the_cell_widths() {
+        let text = aligned_columns(
+            &["candidate", "state"],
+            &[
+                vec!["a".into(), "live".into()],
+                vec!["long-name".into(), "parked".into()],
+            ],
+        );
+        assert_eq!(
+            text,
+            "  candidate  state\n  a          live\n  long-name  parked\n"
+        );
+    }
+}

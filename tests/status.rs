@@ -1,0 +1,180 @@
+//! `klaud status` against the fake GitHub: the ledger and the live sessions in the step summary
+//! and `status.json`, a text rendering in a terminal, and that it writes nothing to GitHub.
+
+#![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
+
+#[path = "fake_github/mod.rs"]
+mod fake_github;
+#[path = "github_mode_support/mod.rs"]
+mod github_mode_support;
+
+use chrono::{Duration, Utc};
+use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, FaultRule, PullRequestSpec};
+use github_mode_support::*;
+use klaud::core::ledger::{Lease, Ledger, SessionState};
+use klaud::core::outcome::Outcome;
+use serde_json::Value;
+
+/// Live session a (with its draft pull request), parked p, c failed an hour ago, the recovery
+/// lease held by run 90, and klaud's pull request for z that no session owns.
+fn busy_repository() -> FakeGitHubHandle {
+    let mut state = repository();
+    let now = Utc::now();
+    let mut ledger = Ledger::empty();
+    ledger
+        .claim_family("a", "fa", 10, now - Duration::hours(2))
+        .unwrap();
+    ledger
+        .claim_family("p", "fp", 11, now - Duration::hours(3))
+        .unwrap();
+    ledger.sessions[1].state = SessionState::Parked;
+    ledger
+        .claim_family("c", "fc", 9, now - Duration::hours(2))
+        .unwrap();
+    ledger.finish_session("c", Outcome::Failed, true, now - Duration::hours(1));
+    ledger.recovery_lease = Some(Lease {
+        owner_run: 90,
+        taken_at: now,
+    });
+    state.put_file("klaud/state", "ledger.json", &ledger.to_json());
+    for candidate in ["a", "z"] {
+        state.add_pull_request(PullRequestSpec {
+            title: format!("klaud: {candidate}"),
+            author: BOT.into(),
+            head_ref: format!("klaud/auto-{candidate}"),
+            draft: true,
+            ..PullRequestSpec::default()
+        });
+    }
+    FakeGitHub::start(state)
+}
+
+fn candidates_of(report: &Value, section: &str) -> Vec<String> {
+    report[section]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["candidate"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn status_shows_the_ledger_and_live_sessions_in_the_summary_and_status_json() {
+    let server = busy_repository();
+    let step = Step::default();
+
+    step.run(step.command(&server, "status"), 0);
+
+    let report = step.result_file("status.json");
+    assert_eq!(candidates_of(&report, "sessions"), ["p", "a"]);
+    assert_eq!(report["sessions"][1]["pull-request"], 1);
+    assert_eq!(report["live-sessions"], 1);
+    assert_eq!(report["parked-sessions"], 1);
+    assert_eq!(report["room"], 4);
+    assert_eq!(report["recovery-lease"]["owner-run"], 90);
+    assert_eq!(candidates_of(&report, "cooldowns"), ["c"]);
+    assert_eq!(
+        candidates_of(&report, "pull-requests-without-session"),
+        ["z"]
+    );
+    assert_eq!(step.output("live-sessions"), "1");
+    let summary = step.summary();
+    assert!(summary.contains("### klaud status"), "{summary}");
+    assert!(summary.contains("| a | fa | live | 10 |"), "{summary}");
+    assert!(summary.contains("| p | fp | parked | 11 |"), "{summary}");
+    assert!(
+        summary.contains("recovery lease held by run 90"),
+        "{summary}"
+    );
+    assert_eq!(
+        write_requests(&server),
+        Vec::<String>::new(),
+        "status is read-only"
+    );
+    assert_eq!(
+        requests(&server).len(),
+        2,
+        "the ledger and the open pull requests"
+    );
+}
+
+#[test]
+fn status_in_a_terminal_prints_aligned_text_instead_of_markdown() {
+    let server = busy_repository();
+    let step = Step::default();
+    let mut command = step.command(&server, "status");
+    command
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY");
+
+    let assert = command.assert().code(0);
+
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("klaud status\nacme/bench: 1 live and 1 parked session(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  candidate  family  state   parent run"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("|---|"),
+        "no Markdown in a terminal: {stdout}"
+    );
+}
+
+#[test]
+fn status_without_a_ledger_shows_an_empty_one() {
+    let server = FakeGitHub::start(repository());
+    let step = Step::default();
+
+    step.run(step.command(&server, "status"), 0);
+
+    let report = step.result_file("status.json");
+    assert_eq!(report["ledger-found"], false);
+    assert_eq!(report["sessions"], Value::Array(Vec::new()));
+    assert!(step.summary().contains("no ledger on klaud/state yet"));
+}
+
+#[test]
+fn pull_requests_that_cannot_be_listed_do_not_hide_the_ledger() {
+    let server = busy_repository();
+    server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
+        "GET",
+        "/repos/acme/bench/pulls",
+        1,
+        404,
+    )]));
+    let step = Step::default();
+
+    let log = step.run(step.command(&server, "status"), 0);
+
+    assert!(
+        log.contains("::warning::status: the open pull requests could not be listed"),
+        "{log}"
+    );
+    let report = step.result_file("status.json");
+    assert_eq!(candidates_of(&report, "sessions"), ["p", "a"]);
+    assert!(report["pull-requests-unknown"].is_string());
+}
+
+#[test]
+fn a_ledger_that_cannot_be_read_fails_the_step() {
+    let server = busy_repository();
+    server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
+        "GET",
+        "/repos/acme/bench/contents/*",
+        1,
+        403,
+    )]));
+    let step = Step::default();
+
+    let log = step.run(step.command(&server, "status"), 1);
+
+    assert!(
+        log.contains("the ledger on klaud/state could not be read"),
+        "{log}"
+    );
+}
