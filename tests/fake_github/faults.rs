@@ -238,7 +238,7 @@ impl FaultEngine {
             }
             self.rule_matches[index] += 1;
             let seen = self.rule_matches[index];
-            if chosen.is_none() && seen >= rule.nth && seen < rule.nth + rule.times {
+            if chosen.is_none() && seen >= rule.nth && seen < rule.nth.saturating_add(rule.times) {
                 chosen = Some(PlannedFault {
                     kind: FaultKind::Rule,
                     status: rule.status,
