@@ -14,6 +14,8 @@ if (!packageDirectory || files.length === 0) {
 const STALE_TABLE_FINDINGS = [
   // The `attestations` permission, which actions/attest-build-provenance needs.
   { kind: "permissions", message: /^unknown permission scope "attestations"\./ },
+  // The `vars` context (configuration variables), which the reference klaud-*.yml workflows read.
+  { kind: "expression", message: /^undefined variable "vars"\./ },
 ];
 const { createLinter } = await import(pathToFileURL(path.join(packageDirectory, "node.mjs")).href);
 const lint = await createLinter();

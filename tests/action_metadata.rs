@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use clap::CommandFactory;
 use klaud::shell::cli::Cli;
 use klaud::shell::github::RequestReport;
+use klaud::shell::modes::finish::FinishOutputs;
 use klaud::shell::modes::install_cli::InstallCliOutputs;
 use klaud::shell::modes::prepare_review::PrepareReviewOutputs;
 use klaud::shell::modes::recover::RecoverOutputs;
@@ -191,11 +192,20 @@ fn every_declared_output_is_one_the_binary_writes() {
         refs_deleted: 0,
         requests,
     };
+    let finish = FinishOutputs {
+        outcome: "failed".into(),
+        cleanup: "done".into(),
+        pull_request: "7".into(),
+        cancelled: Vec::new(),
+        pending_runs: Vec::new(),
+        requests,
+    };
     let written: BTreeSet<String> = output_pairs(&sample)
         .expect("outputs serialize")
         .into_iter()
         .chain(output_pairs(&verify_baselines).expect("outputs serialize"))
         .chain(output_pairs(&select).expect("outputs serialize"))
+        .chain(output_pairs(&finish).expect("outputs serialize"))
         .chain(output_pairs(&wake).expect("outputs serialize"))
         .chain(output_pairs(&prepare_review).expect("outputs serialize"))
         .chain(output_pairs(&status).expect("outputs serialize"))

@@ -3,6 +3,8 @@
 //! stderr, the step outputs, the summary and every file of the work directory. The one line
 //! allowed to carry it is `::add-mask::`, which tells the runner to hide it.
 
+#![allow(clippy::disallowed_methods)] // tests read the environment and start processes
+
 #[path = "fake_github/mod.rs"]
 mod fake_github;
 #[path = "github_mode_support/mod.rs"]

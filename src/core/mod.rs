@@ -3,9 +3,11 @@
 
 pub mod baseline;
 pub mod candidate;
+pub mod finish;
 pub mod install;
 pub mod ledger;
 pub mod outcome;
+pub mod ownership;
 pub mod plan;
 pub mod policy;
 pub mod prepare_review;

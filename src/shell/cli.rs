@@ -91,6 +91,9 @@ pub enum Mode {
     /// Reconcile interrupted sessions, sweep abandoned work without touching a maintainer's, set
     /// status labels, release claims, delete legacy lock refs and resume parked sessions
     Recover(RecoverArgs),
+    /// Record one session's outcome, post or refresh its completion receipt, set its status
+    /// label and clean up per the outcome (never redrafting a closed pull request)
+    Finish(FinishArgs),
     /// On a workflow_run event: when a klaud smoke or sweep run ended, dispatch one recovery
     /// pass of the planner workflow unless a pass that will see the ending is already pending
     Wake(WakeArgs),
@@ -176,6 +179,42 @@ pub struct SelectArgs {
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FinishArgs {
+    /// The candidate whose session ends (required)
+    #[arg(long, env = "KLAUD_CANDIDATE", value_name = "ID")]
+    pub candidate: Option<String>,
+
+    /// The session's outcome (legacy names accepted); required without --outcome-file
+    #[arg(long, env = "KLAUD_OUTCOME", value_name = "NAME")]
+    pub outcome: Option<String>,
+
+    /// JSON file {"outcome", "phase"?, "pull-request"?, "run-ids"?, "reason-code"?} written by
+    /// the agent
+    #[arg(long, env = "KLAUD_OUTCOME_FILE", value_name = "FILE")]
+    pub outcome_file: Option<PathBuf>,
+
+    /// The agent step's outcome: success, failure, cancelled or skipped (skipped: no cooldown)
+    #[arg(
+        long,
+        env = "KLAUD_AGENT_OUTCOME",
+        value_name = "OUTCOME",
+        default_value = "success"
+    )]
+    pub agent_outcome: String,
+
+    /// Leave the session parked (draft pull request, parked label) for recovery to resume
+    #[arg(long, env = "KLAUD_PARK", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub park: bool,
+
+    /// Seconds to wait for cancelled runs to end before reporting them pending
+    #[arg(long, env = "KLAUD_CANCEL_WAIT", value_name = "SECONDS", default_value = "60", value_parser = parse_seconds)]
+    pub cancel_wait: u64,
+
     #[command(flatten)]
     pub github: GitHubArgs,
 }
@@ -311,6 +350,7 @@ mod tests {
                 "verify-baselines",
                 "select",
                 "recover",
+                "finish",
                 "wake",
                 "prepare-review",
                 "status"

@@ -53,6 +53,7 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
         Mode::VerifyBaselines(arguments) => modes::verify_baselines::run(&context, arguments).await,
         Mode::Select(arguments) => modes::select::run(&context, arguments).await,
         Mode::Recover(arguments) => modes::recover::run(&context, arguments).await,
+        Mode::Finish(arguments) => modes::finish::run(&context, arguments).await,
         Mode::Wake(arguments) => modes::wake::run(&context, arguments).await,
         Mode::PrepareReview(arguments) => modes::prepare_review::run(&context, arguments).await,
         Mode::Status(arguments) => modes::status::run(&context, arguments).await,

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Decider, Seen};
+use crate::core::ownership::{CommitOwnership, commit_ownership};
 use crate::core::plan::Action;
 use crate::core::snapshot::PullRequestFact;
 
@@ -47,52 +48,13 @@ pub(super) fn examine_pull_request(
         }
         Seen::Unread => return Examination::Waiting(format!("the commits of #{}", pull.number)),
     };
-    if !commits.complete {
-        return Examination::NeedsInspection {
-            reason: format!("#{} has more commits than GitHub lists", pull.number),
-            remember: true,
-        };
-    }
-    let not_bot = |login: &Option<String>| login.as_deref() != Some(bot.as_str());
-    match commits.commits.last() {
-        None => {
-            return Examination::NeedsInspection {
-                reason: format!("#{} lists no commits", pull.number),
-                remember: false,
-            };
+    let maintainer_commit = match commit_ownership(commits, pull.number, &pull.head_sha, &bot) {
+        CommitOwnership::Unsettled { reason, remember } => {
+            return Examination::NeedsInspection { reason, remember };
         }
-        Some(head) if head.sha != pull.head_sha => {
-            return Examination::NeedsInspection {
-                reason: format!("the commits of #{} do not end at its head", pull.number),
-                remember: false,
-            };
-        }
-        Some(head) if not_bot(&head.author) || not_bot(&head.committer) => {
-            let login = head
-                .author
-                .clone()
-                .filter(|login| login != &bot)
-                .or_else(|| head.committer.clone())
-                .unwrap_or_else(|| "an unknown author".into());
-            return Examination::NeedsInspection {
-                reason: format!("the head of #{} moved to a commit by {login}", pull.number),
-                remember: true,
-            };
-        }
-        Some(_) => {}
-    }
-    let maintainer_commit = commits
-        .commits
-        .iter()
-        .find(|commit| not_bot(&commit.author) || not_bot(&commit.committer))
-        .map(|commit| {
-            commit
-                .author
-                .clone()
-                .filter(|login| login != &bot)
-                .or_else(|| commit.committer.clone())
-                .unwrap_or_else(|| "an unknown author".into())
-        });
+        CommitOwnership::ForeignCommit { login } => Some(login),
+        CommitOwnership::BotOnly => None,
+    };
     if maintainer_commit.is_some() {
         // Left alone whatever the sweeps say: no need to read them.
         return Examination::Clear {

@@ -1,5 +1,6 @@
 //! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
 
+pub mod finish;
 pub mod install_cli;
 pub mod prepare_review;
 pub mod recover;

@@ -1,0 +1,525 @@
+//! `finish`'s decision (contract §3.5, §4, §5): from the reported outcome and the facts of one
+//! candidate's session — its pull request, commits, who closed it, its runs and its branch — what
+//! the session's outcome is, which changes clean it up, and what the ledger records.
+//!
+//! The guards of §5 bind here as in `recover`: a pull request with a maintainer's commit, a head
+//! moved to a commit that is not the bot's, a sweep started by a maintainer after the session
+//! began, a ready pull request without a validated record, or a fact that could not be read
+//! leave everything as it is and are reported. A closed pull request is never redrafted or
+//! closed again; a handed-off one is never touched.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::ledger::{Ledger, Session, SessionState};
+use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
+use super::ownership::{CommitOwnership, commit_ownership};
+use super::plan::Action;
+use super::policy::Policy;
+use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
+
+/// What the agent's workflow reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishRequest {
+    pub candidate: String,
+    pub outcome: Outcome,
+    /// False when the agent step never ran (`--agent-outcome skipped`): no cooldown.
+    pub agent_ran: bool,
+    /// Leave the session parked instead of finishing it.
+    pub park: bool,
+}
+
+/// The facts `finish` reads about one candidate.
+#[derive(Debug, Clone, Default)]
+pub struct FinishFacts {
+    /// The candidate's pull request from `<branch-prefix><id>` in this repository, if any.
+    pub pull: Option<PullRequestFact>,
+    pub commits: Option<Read<CommitsFact>>,
+    /// Who closed the pull request, when it is closed.
+    pub closed_by: Option<Read<Option<String>>>,
+    /// Runs on the candidate's branch (smoke and sweep), complete or an error.
+    pub branch_runs: Option<Read<Vec<RunFact>>>,
+    /// Runs the outcome file names.
+    pub named_runs: Vec<RunFact>,
+    /// Where the candidate branch points now (`None`: no branch).
+    pub branch_sha: Option<String>,
+    /// This run: never cancelled.
+    pub own_run: u64,
+}
+
+/// How `finish` ends for the candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cleanup {
+    /// Finished and cleaned up per the outcome.
+    Done,
+    /// Left parked, to be started again by recovery.
+    Parked,
+    /// The pull request belongs to maintainers (handoff, a maintainer closed it, merged).
+    Untouched,
+    /// A §5 guard holds: nothing changed but the outcome noted for recovery.
+    LeftAlone,
+}
+
+impl Cleanup {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cleanup::Done => "done",
+            Cleanup::Parked => "parked",
+            Cleanup::Untouched => "untouched",
+            Cleanup::LeftAlone => "left-alone",
+        }
+    }
+}
+
+/// What `finish` decided.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct FinishPlan {
+    pub candidate: String,
+    /// The outcome recorded (the reported one, unless the pull request says otherwise).
+    pub outcome: Outcome,
+    pub cleanup: Cleanup,
+    /// Why, in one line.
+    pub reason: String,
+    pub pull_request: Option<u64>,
+    /// Post or refresh the completion receipt on the pull request.
+    pub receipt: bool,
+    /// The pull request as examined: re-read and compared just before its first change.
+    pub examined: Option<Examined>,
+    /// Runs cancelled first; the changes below wait until they ended (bounded).
+    pub cancel: Vec<Action>,
+    /// Pull request and branch changes, in order.
+    pub actions: Vec<Action>,
+}
+
+/// What the pull request must still look like when it is changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Examined {
+    pub head_sha: String,
+    pub open: bool,
+    pub draft: bool,
+    pub handoff_label: String,
+}
+
+/// Decides `finish` for `session` (the candidate's newest session) and the facts read.
+pub fn decide(
+    request: &FinishRequest,
+    session: &Session,
+    facts: &FinishFacts,
+    policy: &Policy,
+) -> FinishPlan {
+    let mut plan = FinishPlan {
+        candidate: request.candidate.clone(),
+        outcome: request.outcome,
+        cleanup: Cleanup::Done,
+        reason: String::new(),
+        pull_request: facts.pull.as_ref().map(|pull| pull.number),
+        receipt: false,
+        examined: facts.pull.as_ref().map(|pull| Examined {
+            head_sha: pull.head_sha.clone(),
+            open: pull.open,
+            draft: pull.draft,
+            handoff_label: policy.handoff_label.clone(),
+        }),
+        cancel: Vec::new(),
+        actions: Vec::new(),
+    };
+    let Some(pull) = &facts.pull else {
+        plan.reason = "no pull request: nothing to clean up on GitHub".into();
+        plan.cleanup = if request.park {
+            Cleanup::Parked
+        } else {
+            Cleanup::Done
+        };
+        return plan;
+    };
+    if pull.labels.contains(&policy.handoff_label) {
+        plan.outcome = Outcome::Handoff;
+        plan.cleanup = Cleanup::Untouched;
+        plan.reason = format!(
+            "#{} carries {}: nothing touched",
+            pull.number, policy.handoff_label
+        );
+        return plan;
+    }
+    if pull.author.as_deref() != Some(policy.bot.as_str()) || !pull.from_this_repository {
+        return left_alone(
+            plan,
+            format!(
+                "#{} is not the bot's pull request of this repository",
+                pull.number
+            ),
+        );
+    }
+    if pull.merged {
+        plan.cleanup = Cleanup::Untouched;
+        plan.reason = format!("#{} is merged: nothing touched", pull.number);
+        return plan;
+    }
+    let commits = match &facts.commits {
+        Some(Ok(commits)) => commits,
+        Some(Err(error)) => {
+            return left_alone(
+                plan,
+                format!(
+                    "the commits of #{} could not be read ({error})",
+                    pull.number
+                ),
+            );
+        }
+        None => {
+            return left_alone(
+                plan,
+                format!("the commits of #{} were not read", pull.number),
+            );
+        }
+    };
+    let foreign = foreign_commit(commits, pull, &policy.bot);
+    if !pull.open {
+        return closed(plan, request, pull, facts, policy, foreign);
+    }
+    if let Some(finding) = foreign {
+        return left_alone(plan, finding);
+    }
+    let runs = match &facts.branch_runs {
+        Some(Ok(runs)) => runs,
+        Some(Err(error)) => {
+            return left_alone(
+                plan,
+                format!(
+                    "the runs of {} could not be listed ({error})",
+                    pull.head_branch
+                ),
+            );
+        }
+        None => {
+            return left_alone(
+                plan,
+                format!("the runs of {} were not listed", pull.head_branch),
+            );
+        }
+    };
+    if let Some(run) = runs.iter().find(|run| {
+        run.workflow == policy.sweep_workflow
+            && run.created_at > session.started_at
+            && [&run.actor, &run.triggering_actor]
+                .into_iter()
+                .flatten()
+                .any(|login| login != &policy.bot)
+    }) {
+        return left_alone(
+            plan,
+            format!(
+                "sweep run {} on {} was started by a maintainer after the session began",
+                run.id, pull.head_branch
+            ),
+        );
+    }
+    let validated_record = session.outcome == Some(Outcome::Validated)
+        || session.pending_outcome == Some(Outcome::Validated);
+    if request.park {
+        if !pull.draft {
+            return left_alone(
+                plan,
+                format!(
+                    "#{} is ready for review: a parked session keeps a draft",
+                    pull.number
+                ),
+            );
+        }
+        plan.cleanup = Cleanup::Parked;
+        plan.receipt = true;
+        plan.reason = format!("#{} stays a draft, parked", pull.number);
+        plan.actions
+            .extend(label_action(policy, pull, Some(StatusLabel::Parked)));
+        return plan;
+    }
+    if request.outcome == Outcome::Validated {
+        let sweep = final_sweep(runs, pull, &policy.sweep_workflow);
+        if let Some(problem) = sweep {
+            return left_alone(plan, problem);
+        }
+        plan.receipt = true;
+        plan.reason = format!(
+            "the final sweep on {} succeeded: #{} ready for review, branch kept",
+            short(&pull.head_sha),
+            pull.number
+        );
+        plan.actions
+            .extend(label_action(policy, pull, Some(StatusLabel::Finished)));
+        if pull.draft {
+            plan.actions.push(Action::MarkReady {
+                pull_request: pull.number,
+                node_id: pull.node_id.clone(),
+            });
+        }
+        return plan;
+    }
+    if !pull.draft && !validated_record {
+        return left_alone(
+            plan,
+            format!(
+                "#{} is ready for review without a validated record",
+                pull.number
+            ),
+        );
+    }
+    plan.receipt = true;
+    plan.cancel = cancellable(runs, facts, policy);
+    plan.actions
+        .extend(label_action(policy, pull, request.outcome.status_label()));
+    plan.actions.extend(sweep_label_removals(policy, pull));
+    if !pull.draft {
+        plan.actions.push(Action::ConvertToDraft {
+            pull_request: pull.number,
+            node_id: pull.node_id.clone(),
+        });
+    }
+    plan.actions.push(Action::ClosePullRequest {
+        pull_request: pull.number,
+    });
+    plan.reason = format!("#{} closed", pull.number);
+    if request.outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+        push_branch_deletion(&mut plan, pull, facts);
+    }
+    plan
+}
+
+/// A closed, unmerged pull request: never redrafted or closed again. Closed by anyone but the
+/// bot means `closed-by-maintainer` and the branch stays as the maintainer left it.
+fn closed(
+    mut plan: FinishPlan,
+    request: &FinishRequest,
+    pull: &PullRequestFact,
+    facts: &FinishFacts,
+    policy: &Policy,
+    foreign: Option<String>,
+) -> FinishPlan {
+    let closed_by = match &facts.closed_by {
+        Some(Ok(closed_by)) => closed_by.clone(),
+        Some(Err(error)) => {
+            return left_alone(
+                plan,
+                format!("who closed #{} could not be read ({error})", pull.number),
+            );
+        }
+        None => return left_alone(plan, format!("who closed #{} was not read", pull.number)),
+    };
+    plan.receipt = true;
+    let by_bot = closed_by.as_deref() == Some(policy.bot.as_str());
+    if !by_bot {
+        plan.outcome = Outcome::ClosedByMaintainer;
+        plan.reason = format!(
+            "#{} was closed by {}: its branch stays as it is",
+            pull.number,
+            closed_by.as_deref().unwrap_or("a maintainer")
+        );
+    } else {
+        plan.reason = format!("#{} was already closed by the bot", pull.number);
+    }
+    if let Ok(runs) = facts.branch_runs.clone().unwrap_or_else(|| Ok(Vec::new())) {
+        plan.cancel = cancellable(&runs, facts, policy);
+    }
+    plan.actions
+        .extend(label_action(policy, pull, plan.outcome.status_label()));
+    plan.actions.extend(sweep_label_removals(policy, pull));
+    if by_bot && request.outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+        match foreign {
+            Some(finding) => plan.reason.push_str(&format!("; branch kept: {finding}")),
+            None => push_branch_deletion(&mut plan, pull, facts),
+        }
+    }
+    plan
+}
+
+fn left_alone(mut plan: FinishPlan, reason: String) -> FinishPlan {
+    plan.cleanup = Cleanup::LeftAlone;
+    plan.reason = format!("{reason}: left alone");
+    plan.receipt = false;
+    plan.cancel.clear();
+    plan.actions.clear();
+    plan
+}
+
+/// Why the commits make the pull request not the bot's alone (`recover`'s reading of them).
+fn foreign_commit(commits: &CommitsFact, pull: &PullRequestFact, bot: &str) -> Option<String> {
+    match commit_ownership(commits, pull.number, &pull.head_sha, bot) {
+        CommitOwnership::BotOnly => None,
+        CommitOwnership::ForeignCommit { login } => {
+            Some(format!("#{} has a commit by {login}", pull.number))
+        }
+        CommitOwnership::Unsettled { reason, .. } => Some(reason),
+    }
+}
+
+/// `Some(problem)` unless the newest finished sweep on the exact head succeeded and none runs.
+fn final_sweep(runs: &[RunFact], pull: &PullRequestFact, sweep_workflow: &str) -> Option<String> {
+    let sweeps: Vec<&RunFact> = runs
+        .iter()
+        .filter(|run| run.workflow == sweep_workflow)
+        .collect();
+    if let Some(active) = sweeps.iter().find(|run| run.active) {
+        return Some(format!("sweep run {} is still running", active.id));
+    }
+    let last = sweeps
+        .iter()
+        .filter(|run| run.head_sha == pull.head_sha)
+        .max_by_key(|run| (run.created_at, run.id));
+    match last {
+        Some(run) if run.conclusion.as_deref() == Some("success") => None,
+        Some(run) => Some(format!(
+            "the final sweep {} on {} ended {}: not validated",
+            run.id,
+            short(&pull.head_sha),
+            run.conclusion.as_deref().unwrap_or("without a conclusion")
+        )),
+        None => Some(format!(
+            "no finished sweep on the head {}: not validated",
+            short(&pull.head_sha)
+        )),
+    }
+}
+
+/// The session's unfinished runs started by the bot (never this run).
+fn cancellable(runs: &[RunFact], facts: &FinishFacts, policy: &Policy) -> Vec<Action> {
+    let mut actions: Vec<Action> = Vec::new();
+    for run in runs.iter().chain(&facts.named_runs) {
+        let bot = run.actor.as_deref() == Some(policy.bot.as_str());
+        let known = actions
+            .iter()
+            .any(|action| matches!(action, Action::CancelRun { run_id, .. } if *run_id == run.id));
+        if run.active && bot && run.id != facts.own_run && !known {
+            actions.push(Action::CancelRun {
+                run_id: run.id,
+                workflow: run.workflow.clone(),
+            });
+        }
+    }
+    actions
+}
+
+fn sweep_label_removals(policy: &Policy, pull: &PullRequestFact) -> Vec<Action> {
+    policy
+        .sweep_labels
+        .iter()
+        .filter(|label| pull.labels.contains(label))
+        .map(|label| Action::RemoveLabel {
+            pull_request: pull.number,
+            label: label.clone(),
+        })
+        .collect()
+}
+
+/// Deletes the branch while it still points at the pull request's head (every commit the bot's
+/// was checked by the caller).
+fn push_branch_deletion(plan: &mut FinishPlan, pull: &PullRequestFact, facts: &FinishFacts) {
+    match &facts.branch_sha {
+        Some(sha) if *sha == pull.head_sha => plan.actions.push(Action::DeleteBranch {
+            branch: pull.head_branch.clone(),
+            expected_sha: sha.clone(),
+        }),
+        Some(sha) => plan
+            .reason
+            .push_str(&format!("; branch kept: it moved to {}", short(sha))),
+        None => {}
+    }
+}
+
+/// The action making `wanted` the pull request's only status label, when it is not already.
+fn label_action(
+    policy: &Policy,
+    pull: &PullRequestFact,
+    wanted: Option<StatusLabel>,
+) -> Option<Action> {
+    let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
+    let others: Vec<String> = policy
+        .all_status_labels()
+        .into_iter()
+        .filter(|name| Some(*name) != wanted_name.as_deref())
+        .map(str::to_string)
+        .collect();
+    let has_wanted = wanted_name
+        .as_ref()
+        .is_none_or(|name| pull.labels.contains(name));
+    let has_others = others.iter().any(|name| pull.labels.contains(name));
+    (!has_wanted || has_others).then_some(Action::SetStatusLabel {
+        pull_request: pull.number,
+        label: wanted_name,
+        others,
+    })
+}
+
+/// The ledger after `plan`, or `None` when it already says so. Finished (or parked) sessions
+/// record the outcome; a left-alone session keeps running with the outcome pending, so that
+/// recovery uses it once a maintainer is done.
+pub fn record(
+    ledger: &Ledger,
+    plan: &FinishPlan,
+    request: &FinishRequest,
+    now: DateTime<Utc>,
+) -> Option<Ledger> {
+    let mut next = ledger.clone();
+    let open = next.sessions.iter_mut().rev().find(|session| {
+        session.candidate == request.candidate && session.state != SessionState::Finished
+    });
+    match plan.cleanup {
+        Cleanup::LeftAlone | Cleanup::Parked => {
+            let session = open?;
+            if plan.cleanup == Cleanup::Parked {
+                session.state = SessionState::Parked;
+            }
+            session.pending_outcome = Some(plan.outcome);
+            session.agent_ran = request.agent_ran;
+            if plan.pull_request.is_some() {
+                session.pull_request = plan.pull_request;
+            }
+        }
+        Cleanup::Done | Cleanup::Untouched => {
+            if let (Some(session), Some(number)) = (open, plan.pull_request) {
+                session.pull_request = Some(number);
+            }
+            if !next.finish_session(&request.candidate, plan.outcome, request.agent_ran, now) {
+                return None;
+            }
+        }
+    }
+    (next != *ledger).then_some(next)
+}
+
+/// The marker that makes a session's receipt comment findable and unique.
+pub fn receipt_marker(candidate: &str, parent_run: u64) -> String {
+    format!("<!-- klaud:receipt candidate={candidate} parent={parent_run} -->")
+}
+
+/// The completion receipt: the marker, then a few lines for people.
+pub fn receipt_body(
+    plan: &FinishPlan,
+    parent_run: u64,
+    agent_outcome: &str,
+    reason_code: Option<&str>,
+) -> String {
+    let mut body = receipt_marker(&plan.candidate, parent_run);
+    body.push_str(&format!(
+        "\n**klaud** session for `{}` (planner run {parent_run}): **{}**",
+        plan.candidate, plan.outcome
+    ));
+    if plan.cleanup == Cleanup::Parked {
+        body.push_str(", parked until there is room to continue");
+    }
+    body.push_str(&format!("\n\n- agent step: {agent_outcome}"));
+    if let Some(code) = reason_code {
+        body.push_str(&format!("\n- reason: `{code}`"));
+    }
+    body.push_str(&format!("\n- cleanup: {}\n", plan.reason));
+    body
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+#[cfg(test)]
+#[path = "finish_tests.rs"]
+mod tests;

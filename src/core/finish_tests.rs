@@ -1,0 +1,200 @@
+//! `core::finish` on small worlds: the outcome recorded and the changes planned.
+
+use chrono::TimeZone;
+
+use super::*;
+use crate::core::policy::tests::inferencex_policy;
+use crate::core::snapshot::CommitFact;
+
+const BOT: &str = "Klaud-Cold";
+const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn at(hour: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, hour, 0, 0).unwrap()
+}
+
+fn session() -> Session {
+    Session {
+        candidate: "a".into(),
+        family: "f".into(),
+        parent_run: 9,
+        parent_attempt: None,
+        state: SessionState::Live,
+        started_at: at(1),
+        finished_at: None,
+        outcome: None,
+        agent_ran: true,
+        pull_request: Some(3),
+        pending_outcome: None,
+    }
+}
+
+fn request(outcome: Outcome) -> FinishRequest {
+    FinishRequest {
+        candidate: "a".into(),
+        outcome,
+        agent_ran: true,
+        park: false,
+    }
+}
+
+/// The bot's open draft with one bot commit at `HEAD` and its branch there.
+fn draft_facts() -> FinishFacts {
+    FinishFacts {
+        pull: Some(PullRequestFact {
+            number: 3,
+            node_id: "PR_3".into(),
+            head_branch: "klaud/auto-a".into(),
+            head_sha: HEAD.into(),
+            from_this_repository: true,
+            author: Some(BOT.into()),
+            open: true,
+            draft: true,
+            merged: false,
+            labels: vec!["klaud-in-progress".into()],
+            created_at: at(1),
+        }),
+        commits: Some(Ok(CommitsFact {
+            commits: vec![CommitFact {
+                sha: HEAD.into(),
+                author: Some(BOT.into()),
+                committer: Some(BOT.into()),
+            }],
+            complete: true,
+        })),
+        closed_by: None,
+        branch_runs: Some(Ok(Vec::new())),
+        named_runs: Vec::new(),
+        branch_sha: Some(HEAD.into()),
+        own_run: 100,
+    }
+}
+
+fn sweep(conclusion: &str) -> RunFact {
+    RunFact {
+        id: 50,
+        workflow: "run-sweep.yml".into(),
+        head_branch: Some("klaud/auto-a".into()),
+        head_sha: HEAD.into(),
+        title: None,
+        actor: Some(BOT.into()),
+        triggering_actor: Some(BOT.into()),
+        active: false,
+        conclusion: Some(conclusion.into()),
+        created_at: at(2),
+        updated_at: at(3),
+    }
+}
+
+fn steps(plan: &FinishPlan) -> Vec<String> {
+    plan.cancel
+        .iter()
+        .chain(&plan.actions)
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_failed_draft_is_labelled_closed_and_its_branch_deleted() {
+    let plan = decide(
+        &request(Outcome::Failed),
+        &session(),
+        &draft_facts(),
+        &inferencex_policy(),
+    );
+    assert_eq!(plan.cleanup, Cleanup::Done);
+    assert!(plan.receipt);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-error on #3",
+            "close #3",
+            "delete branch klaud/auto-a (if still at 0123456)",
+        ]
+    );
+}
+
+#[test]
+fn validated_needs_a_successful_sweep_on_the_exact_head() {
+    let policy = inferencex_policy();
+    let mut facts = draft_facts();
+    facts.branch_runs = Some(Ok(vec![sweep("success")]));
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-finished on #3",
+            "mark #3 ready for review"
+        ]
+    );
+
+    facts.branch_runs = Some(Ok(vec![sweep("failure")]));
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(plan.cleanup, Cleanup::LeftAlone);
+    assert!(steps(&plan).is_empty());
+}
+
+#[test]
+fn a_maintainer_closed_pull_request_is_never_redrafted_or_closed() {
+    let mut facts = draft_facts();
+    let pull = facts.pull.as_mut().unwrap();
+    pull.open = false;
+    pull.draft = false;
+    facts.closed_by = Some(Ok(Some("maintainer".into())));
+    let plan = decide(
+        &request(Outcome::Failed),
+        &session(),
+        &facts,
+        &inferencex_policy(),
+    );
+    assert_eq!(plan.outcome, Outcome::ClosedByMaintainer);
+    assert_eq!(steps(&plan), ["remove the status labels of #3"]);
+}
+
+#[test]
+fn a_head_moved_to_a_maintainer_commit_is_left_alone() {
+    let mut facts = draft_facts();
+    if let Some(Ok(commits)) = facts.commits.as_mut() {
+        commits.commits[0].author = Some("maintainer".into());
+    }
+    let plan = decide(
+        &request(Outcome::Failed),
+        &session(),
+        &facts,
+        &inferencex_policy(),
+    );
+    assert_eq!(plan.cleanup, Cleanup::LeftAlone);
+    assert!(!plan.receipt && steps(&plan).is_empty());
+}
+
+#[test]
+fn a_left_alone_session_keeps_running_with_its_outcome_pending() {
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(session());
+    let mut facts = draft_facts();
+    facts.pull.as_mut().unwrap().draft = false;
+    let plan = decide(
+        &request(Outcome::Failed),
+        &session(),
+        &facts,
+        &inferencex_policy(),
+    );
+    let next = record(&ledger, &plan, &request(Outcome::Failed), at(5)).unwrap();
+    assert_eq!(next.sessions[0].state, SessionState::Live);
+    assert_eq!(next.sessions[0].pending_outcome, Some(Outcome::Failed));
+}
+
+#[test]
+fn recording_twice_changes_nothing_the_second_time() {
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(session());
+    let plan = decide(
+        &request(Outcome::Failed),
+        &session(),
+        &draft_facts(),
+        &inferencex_policy(),
+    );
+    let once = record(&ledger, &plan, &request(Outcome::Failed), at(5)).unwrap();
+    assert_eq!(once.sessions[0].outcome, Some(Outcome::Failed));
+    assert_eq!(record(&once, &plan, &request(Outcome::Failed), at(6)), None);
+}

@@ -1,0 +1,378 @@
+//! `finish` (contract §3.5, §4, §5): record the outcome of one session and clean up after it.
+//!
+//! inputs (`finish/inputs.rs`: bad input before any request) → the ledger's session of the
+//! candidate and the facts of its pull request, commits, runs and branch → `core::finish`
+//! decides → the plan is printed → the ledger records the outcome by compare-and-swap →
+//! `finish/apply.rs` cancels the session's runs, refreshes the receipt and applies the changes,
+//! re-checking the pull request first (a dry run writes nothing) → `finish.json`, outputs,
+//! summary.
+
+mod apply;
+pub mod inputs;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::StepContext;
+use super::work_files::write_json_file;
+use crate::adapters::github::actions::RunFilter;
+use crate::adapters::github::{GitHubClient, Listing};
+use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
+use crate::core::finish::{Cleanup, FinishFacts, FinishPlan, FinishRequest, decide, record};
+use crate::core::ledger::{Session, SessionState};
+use crate::core::policy::Policy;
+use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
+use crate::shell::cli::FinishArgs;
+use crate::shell::error::StepError;
+use crate::shell::gather::{describe, pull_request_fact, run_fact};
+use crate::shell::github::{RequestReport, connect};
+use crate::shell::outputs::markdown_table;
+use apply::{Applied, apply};
+use inputs::{FinishInputs, read_inputs};
+
+/// GitHub lists at most this many commits of a pull request.
+const LISTED_COMMITS_CAP: usize = 250;
+
+/// The step outputs of `finish`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct FinishOutputs {
+    /// The outcome recorded (public name; a legacy name reads back as its new name).
+    pub outcome: String,
+    /// `done`, `parked`, `untouched` (handed off, maintainer-closed, merged) or `left-alone`
+    /// (a guard of contract §5 held: nothing changed).
+    pub cleanup: String,
+    /// The session's pull request number, or empty.
+    pub pull_request: String,
+    /// JSON array of the runs this step asked GitHub to cancel.
+    pub cancelled: Vec<u64>,
+    /// JSON array of cancelled runs that had not ended when the wait was over.
+    pub pending_runs: Vec<u64>,
+    /// JSON object: the GitHub requests of this step and its budgets.
+    pub requests: RequestReport,
+}
+
+/// `finish.json`: the decision and what became of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct FinishRecord<'a> {
+    dry_run: bool,
+    agent_outcome: &'a str,
+    reason_code: Option<&'a str>,
+    phase: Option<&'a str>,
+    plan: &'a FinishPlan,
+    /// `written`, `unchanged` or `not-written` (dry run).
+    ledger: &'a str,
+    applied: &'a Applied,
+    requests: &'a RequestReport,
+}
+
+pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
+    let inputs = read_inputs(arguments)?;
+    let own_run = context
+        .environment
+        .github_run_id
+        .as_deref()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let connection = connect(context, &arguments.github)?;
+    let policy = &context.policy;
+    let reporter = &context.reporter;
+    let now = Utc::now();
+    let store = LedgerStore::new(&connection.client, &policy.state_branch);
+    let loaded = store
+        .load()
+        .await
+        .map_err(|error| StepError::failed(format!("the ledger could not be read: {error}")))?;
+    let session = newest_session(&loaded.ledger.sessions, &inputs.candidate)
+        .cloned()
+        .ok_or_else(|| {
+            StepError::failed(format!(
+                "the ledger has no session of candidate {}",
+                inputs.candidate
+            ))
+        })?;
+    let facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
+        .await
+        .map_err(StepError::failed)?;
+    let request = FinishRequest {
+        candidate: inputs.candidate.clone(),
+        outcome: inputs.outcome,
+        agent_ran: inputs.agent_outcome != "skipped",
+        park: inputs.park,
+    };
+    if let Some(problem) = &inputs.outcome_file_problem {
+        reporter.warning(&format!(
+            "the outcome file could not be used ({problem}): recording no-outcome"
+        ));
+    }
+    let plan = decide(&request, &session, &facts, policy);
+    print_plan(context, &plan);
+    if plan.cleanup == Cleanup::LeftAlone {
+        reporter.warning(&format!("{}: {}", plan.candidate, plan.reason));
+    }
+
+    let ledger_result = if context.dry_run {
+        "not-written"
+    } else {
+        let parent = session.parent_run;
+        let update = store
+            .update_starting_from(Some(loaded), |ledger| {
+                match record(ledger, &plan, &request, now) {
+                    Some(next) => LedgerDecision::Write {
+                        ledger: next,
+                        message: format!(
+                            "finish {}: {} ({}) by run {own_run}, parent {parent}",
+                            plan.candidate,
+                            plan.outcome,
+                            plan.cleanup.name()
+                        ),
+                        result: (),
+                    },
+                    None => LedgerDecision::Keep(()),
+                }
+            })
+            .await
+            .map_err(|error| {
+                StepError::failed(format!(
+                    "the ledger could not be written, nothing was changed: {error}"
+                ))
+            })?;
+        if update.wrote { "written" } else { "unchanged" }
+    };
+    reporter.info(&format!("ledger: {ledger_result}"));
+
+    let applied = apply(
+        &connection,
+        &plan,
+        &inputs,
+        &session,
+        &policy.bot,
+        context.dry_run,
+        std::time::Duration::from_secs(arguments.cancel_wait),
+    )
+    .await;
+    for line in &applied.lines {
+        reporter.info(line);
+    }
+    let requests = connection.report();
+    write_json_file(
+        &context.directory,
+        "finish.json",
+        &FinishRecord {
+            dry_run: context.dry_run,
+            agent_outcome: &inputs.agent_outcome,
+            reason_code: inputs.reason_code.as_deref(),
+            phase: inputs.phase.as_deref(),
+            plan: &plan,
+            ledger: ledger_result,
+            applied: &applied,
+            requests: &requests,
+        },
+    )?;
+    let outputs = FinishOutputs {
+        outcome: plan.outcome.to_string(),
+        cleanup: plan.cleanup.name().to_string(),
+        pull_request: plan
+            .pull_request
+            .map(|number| number.to_string())
+            .unwrap_or_default(),
+        cancelled: applied.cancelled.clone(),
+        pending_runs: applied.pending_runs.clone(),
+        requests,
+    };
+    reporter
+        .write_outputs(&outputs)
+        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    reporter
+        .write_summary(&summary(&plan, &applied, &requests, context.dry_run))
+        .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
+    if let Some(failure) = &applied.failure {
+        return Err(StepError::failed(format!(
+            "{}: the outcome is recorded, but the cleanup did not finish ({failure}); the next recovery pass continues it",
+            plan.candidate
+        )));
+    }
+    Ok(())
+}
+
+/// The candidate's open session, else its newest finished one (finishing again refreshes it).
+fn newest_session<'a>(sessions: &'a [Session], candidate: &str) -> Option<&'a Session> {
+    let mut of_candidate = sessions.iter().filter(|s| s.candidate == candidate);
+    of_candidate
+        .clone()
+        .rev()
+        .find(|session| session.state != SessionState::Finished)
+        .or_else(|| of_candidate.next_back())
+}
+
+/// Reads what the decision needs about the candidate's pull request, runs and branch.
+async fn gather(
+    client: &GitHubClient,
+    policy: &Policy,
+    inputs: &FinishInputs,
+    session: &Session,
+    own_run: u64,
+    now: DateTime<Utc>,
+) -> Result<FinishFacts, String> {
+    let branch = policy.candidate_branch(&inputs.candidate);
+    let repository = client.repository().to_string();
+    let pulls = client
+        .pull_requests_for_branch(&branch)
+        .await
+        .map_err(|error| {
+            format!(
+                "the pull requests of {branch} could not be listed: {}",
+                describe(&error)
+            )
+        })?;
+    let pull = pulls
+        .iter()
+        .map(|pull| pull_request_fact(pull, &repository))
+        .filter(|pull| pull.from_this_repository && pull.head_branch == branch)
+        .max_by_key(|pull| (pull.open, pull.number));
+    let mut facts = FinishFacts {
+        own_run,
+        ..FinishFacts::default()
+    };
+    for id in &inputs.run_ids {
+        match client.workflow_run(*id).await {
+            Ok(run) => facts.named_runs.push(run_fact(&run)),
+            Err(error) if error.is_not_found() => {}
+            Err(error) => return Err(format!("run {id} could not be read: {}", describe(&error))),
+        }
+    }
+    facts.branch_sha = client
+        .branch(&branch)
+        .await
+        .map_err(|error| {
+            format!(
+                "the branch {branch} could not be read: {}",
+                describe(&error)
+            )
+        })?
+        .map(|reference| reference.object.sha);
+    let Some(pull) = pull else {
+        return Ok(facts);
+    };
+    facts.commits = Some(
+        client
+            .pull_request_commits(pull.number)
+            .await
+            .map(|commits| CommitsFact {
+                complete: commits.len() < LISTED_COMMITS_CAP,
+                commits: commits
+                    .into_iter()
+                    .map(|commit| CommitFact {
+                        sha: commit.sha,
+                        author: commit.author.map(|account| account.login),
+                        committer: commit.committer.map(|account| account.login),
+                    })
+                    .collect(),
+            })
+            .map_err(|error| describe(&error)),
+    );
+    if !pull.open {
+        facts.closed_by = Some(
+            client
+                .issue(pull.number)
+                .await
+                .map(|issue| issue.closed_by.map(|account| account.login))
+                .map_err(|error| describe(&error)),
+        );
+    }
+    let since = session.started_at - Duration::hours(1);
+    facts.branch_runs = Some(branch_runs(client, policy, &branch, since, now).await);
+    facts.pull = Some(pull);
+    Ok(facts)
+}
+
+/// The smoke and sweep runs on the candidate branch since the session began.
+async fn branch_runs(
+    client: &GitHubClient,
+    policy: &Policy,
+    branch: &str,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Read<Vec<RunFact>> {
+    let mut runs = Vec::new();
+    for workflow in [&policy.smoke_workflow, &policy.sweep_workflow] {
+        let filter = RunFilter {
+            branch: Some(branch.to_string()),
+            created: Some((since, now + Duration::hours(1))),
+            ..RunFilter::workflow(workflow)
+        };
+        match client.workflow_runs(&filter).await {
+            Ok(Listing::Complete(listed)) => runs.extend(listed.iter().map(run_fact)),
+            Ok(Listing::Incomplete { reason, .. }) => return Err(reason),
+            // A workflow file that does not exist has no runs.
+            Err(error) if error.is_not_found() => {}
+            Err(error) => return Err(describe(&error)),
+        }
+    }
+    Ok(runs)
+}
+
+fn print_plan(context: &StepContext, plan: &FinishPlan) {
+    let reporter = &context.reporter;
+    reporter.begin_group("finish plan");
+    let pull = plan
+        .pull_request
+        .map(|number| format!(" #{number}"))
+        .unwrap_or_default();
+    reporter.info(&format!(
+        "{}{pull}: {} — {} ({})",
+        plan.candidate,
+        plan.outcome,
+        plan.cleanup.name(),
+        plan.reason
+    ));
+    let mut step = 0;
+    if plan.receipt {
+        step += 1;
+        reporter.info(&format!("  {step}. post or refresh the completion receipt"));
+    }
+    for action in plan.cancel.iter().chain(&plan.actions) {
+        step += 1;
+        reporter.info(&format!("  {step}. {action}"));
+    }
+    reporter.end_group();
+}
+
+fn summary(
+    plan: &FinishPlan,
+    applied: &Applied,
+    requests: &RequestReport,
+    dry_run: bool,
+) -> String {
+    let mut text = format!(
+        "## klaud finish{}\n\n`{}`: **{}** — {} ({})\n\n",
+        if dry_run {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        },
+        plan.candidate,
+        plan.outcome,
+        plan.cleanup.name(),
+        plan.reason
+    );
+    if !applied.steps.is_empty() {
+        let rows: Vec<Vec<String>> = applied
+            .steps
+            .iter()
+            .map(|step| vec![step.description.clone(), step.result.clone()])
+            .collect();
+        text.push_str(&markdown_table(&["step", "result"], &rows));
+        text.push('\n');
+    }
+    if !applied.pending_runs.is_empty() {
+        text.push_str(&format!(
+            "Cancelled runs not yet ended: {:?}\n\n",
+            applied.pending_runs
+        ));
+    }
+    text.push_str(&requests.summary_line());
+    text.push('\n');
+    text
+}

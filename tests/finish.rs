@@ -1,0 +1,497 @@
+//! `klaud finish` end to end against the fake GitHub (contract §3.5, §4, §5): every row of the
+//! outcome table, the maintainer-closed ready pull request (never redrafted), the closed ready
+//! pull request with a pending cleanup (finishes instead of getting stuck), legacy outcome
+//! names, a skipped agent step, the receipt updated in place, the guards and the dry run.
+
+#![allow(clippy::disallowed_methods)] // tests read the environment and start processes
+
+#[path = "fake_github/mod.rs"]
+mod fake_github;
+#[path = "recover_support/mod.rs"]
+mod recover_support;
+
+use std::time::Duration;
+
+use fake_github::{ClosedSpec, FakeGitHubHandle, PullRequestSpec, PullState};
+use klaud::core::ledger::{Session, SessionState};
+use klaud::core::outcome::Outcome;
+use recover_support::*;
+
+const FINISH_RUN: u64 = 88_000_000_001;
+
+/// A candidate with a live session and the bot's draft labelled in progress.
+fn live_draft(world: &mut World, candidate: &str, parent: u64) -> u64 {
+    let number = world.bot_draft(candidate);
+    world.session(candidate, SessionState::Live, parent, Some(number));
+    world.claim(candidate, parent);
+    number
+}
+
+/// `klaud finish --candidate <id>` plus `arguments`, expecting exit `code`; returns the log.
+fn finish(
+    server: &FakeGitHubHandle,
+    pass: &Pass,
+    candidate: &str,
+    arguments: &[&str],
+    code: i32,
+) -> String {
+    let mut command = pass.command(server);
+    // The support builds a recover pass; finish is the same step with another mode.
+    let args: Vec<String> = command
+        .get_args()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let mut finish = std::process::Command::new(command.get_program());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => finish.env(name, value),
+            None => finish.env_remove(name),
+        };
+    }
+    finish.arg("finish");
+    finish.args(args.iter().skip(1));
+    finish.args(["--candidate", candidate, "--cancel-wait", "0"]);
+    finish.args(arguments);
+    command = finish;
+    let mut command = assert_cmd::Command::from_std(command);
+    command.timeout(Duration::from_secs(120));
+    let assert = command.assert().code(code);
+    let output = assert.get_output();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn pull_state(server: &FakeGitHubHandle, number: u64) -> fake_github::PullRequest {
+    server.with_state(|state| state.pulls[&number].clone())
+}
+
+fn branch_exists(server: &FakeGitHubHandle, candidate: &str) -> bool {
+    server.with_state(|state| state.branch_sha(&branch(candidate)).is_some())
+}
+
+fn session_of(server: &FakeGitHubHandle, candidate: &str) -> Session {
+    stored_ledger(server)
+        .sessions
+        .into_iter()
+        .rev()
+        .find(|session| session.candidate == candidate)
+        .expect("the candidate has a session")
+}
+
+fn graphql_requests(server: &FakeGitHubHandle) -> Vec<String> {
+    server
+        .request_log()
+        .iter()
+        .filter(|request| request.path.contains("graphql"))
+        .map(|request| format!("{} {}", request.method, request.path))
+        .collect()
+}
+
+fn receipts(server: &FakeGitHubHandle, number: u64) -> Vec<String> {
+    server.with_state(|state| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == number)
+            .filter(|comment| comment.body.contains("<!-- klaud:receipt candidate="))
+            .map(|comment| comment.body.clone())
+            .collect()
+    })
+}
+
+#[test]
+fn every_deleting_outcome_closes_the_draft_labels_it_and_deletes_the_branch() {
+    let rows = [
+        ("no-capacity", Outcome::NoCapacity, "klaud-infra"),
+        ("missing-assets", Outcome::MissingAssets, "klaud-infra"),
+        ("weights-missing", Outcome::WeightsMissing, "klaud-infra"),
+        ("incompatible", Outcome::Incompatible, "klaud-incompatible"),
+        ("inconclusive", Outcome::Inconclusive, "klaud-error"),
+        ("failed", Outcome::Failed, "klaud-error"),
+        ("no-outcome", Outcome::NoOutcome, "klaud-error"),
+        ("duplicate", Outcome::Duplicate, "klaud-retired"),
+        ("retired", Outcome::Retired, "klaud-retired"),
+        ("already-updated", Outcome::AlreadyUpdated, "klaud-retired"),
+    ];
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let mut pulls = Vec::new();
+    for (index, (name, _, _)) in rows.iter().enumerate() {
+        let candidate = format!("c{index}");
+        let number = live_draft(&mut world, &candidate, parent);
+        world.state.add_label_to_issue(number, "full-sweep-enabled");
+        pulls.push((candidate, number, *name));
+    }
+    let bot_smoke = world.smoke("c0", BOT, true);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    for ((candidate, number, name), (_, outcome, label)) in pulls.iter().zip(rows) {
+        finish(&server, &pass, candidate, &["--outcome", name], 0);
+
+        let pull = pull_state(&server, *number);
+        assert_eq!(pull.state, PullState::Closed, "{name}");
+        assert_eq!(
+            pull.labels,
+            [label],
+            "{name}: one status label, no sweep label"
+        );
+        assert!(!branch_exists(&server, candidate), "{name}: branch deleted");
+        let session = session_of(&server, candidate);
+        assert_eq!(session.state, SessionState::Finished, "{name}");
+        assert_eq!(session.outcome, Some(outcome), "{name}");
+        assert_eq!(receipts(&server, *number).len(), 1, "{name}: one receipt");
+        assert_eq!(pass.outputs()["outcome"], *name);
+        assert_eq!(pass.outputs()["cleanup"], "done");
+    }
+    let runs = server.with_state(|state| state.runs.clone());
+    assert_eq!(runs[&bot_smoke].conclusion.as_deref(), Some("cancelled"));
+    assert!(
+        stored_ledger(&server).claims.is_empty(),
+        "the families' claims are released"
+    );
+    assert!(
+        graphql_requests(&server).is_empty(),
+        "drafts are closed as they are"
+    );
+    assert!(
+        server
+            .request_log()
+            .iter()
+            .filter(|request| request.is_write() && request.path.contains("/labels"))
+            .all(|request| request.login.as_deref() == Some(LABEL_LOGIN)
+                || request.path.contains("full-sweep")),
+        "status labels are written with the label token"
+    );
+}
+
+#[test]
+fn validated_marks_the_draft_ready_after_a_successful_final_sweep_and_keeps_the_branch() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    world.sweep("a", BOT, "completed", Some("success"), 30);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "validated"], 0);
+
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.state, PullState::Open);
+    assert!(!pull.draft, "ready for review");
+    assert_eq!(pull.labels, ["klaud-finished"]);
+    assert!(branch_exists(&server, "a"));
+    assert_eq!(session_of(&server, "a").outcome, Some(Outcome::Validated));
+}
+
+#[test]
+fn validated_without_a_successful_final_sweep_is_left_alone_with_the_outcome_pending() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    world.sweep("a", BOT, "completed", Some("failure"), 30);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "validated"], 0);
+
+    assert!(pull_state(&server, number).draft, "not marked ready");
+    assert_eq!(pass.outputs()["cleanup"], "left-alone");
+    let session = session_of(&server, "a");
+    assert_eq!(session.state, SessionState::Live);
+    assert_eq!(session.pending_outcome, Some(Outcome::Validated));
+    assert_eq!(writes_beside_the_ledger(&server), Vec::<String>::new());
+}
+
+#[test]
+fn a_ready_pull_request_a_maintainer_closed_is_never_redrafted() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let commits = vec![world.bot_commit("a", 9)];
+    let number = world.state.add_pull_request(PullRequestSpec {
+        title: "klaud: a".into(),
+        author: BOT.into(),
+        head_ref: branch("a"),
+        draft: false,
+        labels: vec!["klaud-in-progress".into()],
+        commits,
+        created_at: Some(world.ago(10 * 3600)),
+        closed: Some(ClosedSpec {
+            by: MAINTAINER.into(),
+            at: Some(world.ago(3600)),
+            merged: false,
+            delete_branch: false,
+        }),
+        ..PullRequestSpec::default()
+    });
+    world.session("a", SessionState::Live, parent, Some(number));
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    assert_eq!(
+        graphql_requests(&server),
+        Vec::<String>::new(),
+        "no redraft call"
+    );
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.state, PullState::Closed);
+    assert!(!pull.draft);
+    assert!(
+        branch_exists(&server, "a"),
+        "left as the maintainer left it"
+    );
+    let session = session_of(&server, "a");
+    assert_eq!(session.outcome, Some(Outcome::ClosedByMaintainer));
+    assert_eq!(pass.outputs()["outcome"], "closed-by-maintainer");
+    assert_eq!(pull.labels, Vec::<String>::new(), "no status label");
+}
+
+#[test]
+fn a_closed_ready_pull_request_with_a_pending_cleanup_still_finishes() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let commits = vec![world.bot_commit("a", 9)];
+    let number = world.state.add_pull_request(PullRequestSpec {
+        title: "klaud: a".into(),
+        author: BOT.into(),
+        head_ref: branch("a"),
+        draft: false,
+        labels: vec!["klaud-in-progress".into()],
+        commits,
+        created_at: Some(world.ago(10 * 3600)),
+        closed: Some(ClosedSpec {
+            by: BOT.into(),
+            at: Some(world.ago(3600)),
+            merged: false,
+            delete_branch: false,
+        }),
+        ..PullRequestSpec::default()
+    });
+    world
+        .session("a", SessionState::Live, parent, Some(number))
+        .pending_outcome = Some(Outcome::Failed);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    assert_eq!(
+        graphql_requests(&server),
+        Vec::<String>::new(),
+        "no redraft call"
+    );
+    let session = session_of(&server, "a");
+    assert_eq!(session.state, SessionState::Finished);
+    assert_eq!(session.outcome, Some(Outcome::Failed));
+    assert_eq!(pull_state(&server, number).labels, ["klaud-error"]);
+    assert!(!branch_exists(&server, "a"), "the bot's branch is deleted");
+}
+
+#[test]
+fn a_handed_off_pull_request_is_not_touched() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let commits = vec![world.bot_commit("a", 9)];
+    let number = world.bot_pull("a", true, commits, &["klaud-in-progress", "klaud-handoff"]);
+    world.session("a", SessionState::Live, parent, Some(number));
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    assert_eq!(writes_beside_the_ledger(&server), Vec::<String>::new());
+    assert_eq!(session_of(&server, "a").outcome, Some(Outcome::Handoff));
+    assert_eq!(pass.outputs()["cleanup"], "untouched");
+}
+
+#[test]
+fn a_legacy_outcome_name_is_recorded_under_its_new_name() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "uncertain"], 0);
+
+    assert_eq!(
+        session_of(&server, "a").outcome,
+        Some(Outcome::Inconclusive)
+    );
+    assert_eq!(pass.outputs()["outcome"], "inconclusive");
+    assert_eq!(pull_state(&server, number).labels, ["klaud-error"]);
+}
+
+#[test]
+fn a_skipped_agent_step_records_no_cooldown() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+    std::fs::write(
+        pass.path("outcome.json"),
+        r#"{"outcome": "no-outcome", "phase": "install-cli", "reason-code": "cli-install-failed"}"#,
+    )
+    .unwrap();
+    let file = pass.path("outcome.json");
+
+    finish(
+        &server,
+        &pass,
+        "a",
+        &[
+            "--outcome-file",
+            file.to_str().unwrap(),
+            "--agent-outcome",
+            "skipped",
+        ],
+        0,
+    );
+
+    let session = session_of(&server, "a");
+    assert_eq!(session.outcome, Some(Outcome::NoOutcome));
+    assert!(
+        !session.agent_ran,
+        "no cooldown for an agent that never ran"
+    );
+    let receipt = receipts(&server, number).join("\n");
+    assert!(receipt.contains("agent step: skipped"), "{receipt}");
+    assert!(receipt.contains("cli-install-failed"), "{receipt}");
+}
+
+#[test]
+fn finishing_twice_updates_the_one_receipt_in_place() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed", "--park"], 0);
+    assert_eq!(session_of(&server, "a").state, SessionState::Parked);
+    assert_eq!(pull_state(&server, number).labels, ["klaud-parked"]);
+    assert!(pull_state(&server, number).draft);
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    let bodies = receipts(&server, number);
+    assert_eq!(bodies.len(), 1, "one receipt per session");
+    assert!(bodies[0].contains(&format!(
+        "<!-- klaud:receipt candidate=a parent={parent} -->"
+    )));
+    assert!(!bodies[0].contains("parked"), "refreshed: {}", bodies[0]);
+}
+
+#[test]
+fn a_draft_with_a_maintainer_commit_is_left_alone() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let commits = vec![
+        world.bot_commit("a", 9),
+        world.maintainer_commit("a", 8),
+        world.bot_commit("a", 7),
+    ];
+    let number = world.bot_pull("a", true, commits, &["klaud-in-progress"]);
+    world.session("a", SessionState::Live, parent, Some(number));
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    let log = finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    assert!(log.contains("left alone"), "{log}");
+    assert_eq!(writes_beside_the_ledger(&server), Vec::<String>::new());
+    assert_eq!(pull_state(&server, number).state, PullState::Open);
+    assert_eq!(
+        session_of(&server, "a").pending_outcome,
+        Some(Outcome::Failed)
+    );
+}
+
+#[test]
+fn a_ready_pull_request_without_a_validated_record_is_left_alone() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let commits = vec![world.bot_commit("a", 9)];
+    let number = world.bot_pull("a", false, commits, &["klaud-in-progress"]);
+    world.session("a", SessionState::Live, parent, Some(number));
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    assert_eq!(writes_beside_the_ledger(&server), Vec::<String>::new());
+    assert_eq!(pass.outputs()["cleanup"], "left-alone");
+}
+
+#[test]
+fn a_dry_run_writes_nothing() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    let log = finish(
+        &server,
+        &pass,
+        "a",
+        &["--outcome", "failed", "--dry-run"],
+        0,
+    );
+
+    assert!(log.contains("close #"), "the plan is printed: {log}");
+    assert_eq!(
+        server
+            .request_log()
+            .iter()
+            .filter(|request| request.is_write())
+            .count(),
+        0
+    );
+    assert_eq!(session_of(&server, "a").state, SessionState::Live);
+}
+
+#[test]
+fn an_unknown_outcome_is_bad_input_before_any_request() {
+    let world = World::new();
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    let log = finish(&server, &pass, "a", &["--outcome", "succeeded"], 2);
+
+    assert!(log.contains("unknown outcome 'succeeded'"), "{log}");
+    assert!(server.request_log().is_empty());
+}
+
+#[test]
+fn a_missing_outcome_file_records_no_outcome() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+    let file = pass.path("never-written.json");
+
+    let log = finish(
+        &server,
+        &pass,
+        "a",
+        &[
+            "--outcome-file",
+            file.to_str().unwrap(),
+            "--agent-outcome",
+            "skipped",
+        ],
+        0,
+    );
+
+    assert!(log.contains("recording no-outcome"), "{log}");
+    let session = session_of(&server, "a");
+    assert_eq!(session.outcome, Some(Outcome::NoOutcome));
+    assert!(!session.agent_ran);
+}
