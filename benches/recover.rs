@@ -9,15 +9,15 @@
 
 #[path = "../tests/fake_github/mod.rs"]
 mod fake_github;
+mod support;
+
+use support::{ledger_of, time};
 
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, TimeZone, Utc};
-use fake_github::scenario::{self, SessionState as ScenarioState};
+use fake_github::scenario;
 use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, PullState, Timestamp};
 use klaud::adapters::github::{GitHubClient, GitHubSettings};
-use klaud::core::ledger::{Ledger, Session, SessionState};
-use klaud::core::outcome::Outcome;
 use klaud::core::policy::Policy;
 use klaud::shell::config::Config;
 use klaud::shell::github::GitHubConnection;
@@ -27,37 +27,6 @@ const SEED: u64 = 42;
 const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
 /// The planner run this pass belongs to (not one of the scenario's).
 const OWN_RUN: u64 = 99_000_000_001;
-
-fn time(timestamp: Timestamp) -> DateTime<Utc> {
-    Utc.timestamp_opt(timestamp.0, 0)
-        .single()
-        .expect("valid time")
-}
-
-/// The scenario's 50 sessions as klaud's ledger.
-fn ledger_of(sessions: &[scenario::ScenarioSession]) -> Ledger {
-    let mut ledger = Ledger::empty();
-    for session in sessions {
-        ledger.sessions.push(Session {
-            candidate: session.candidate.clone(),
-            family: session.family.clone(),
-            parent_run: session.parent_run_id,
-            parent_attempt: None,
-            state: match session.state {
-                ScenarioState::Live => SessionState::Live,
-                ScenarioState::Parked => SessionState::Parked,
-                ScenarioState::Finished => SessionState::Finished,
-            },
-            started_at: time(session.started_at),
-            finished_at: session.finished_at.map(time),
-            outcome: session.outcome.as_deref().and_then(Outcome::parse),
-            agent_ran: true,
-            pull_request: session.pull_request,
-            pending_outcome: None,
-        });
-    }
-    ledger
-}
 
 fn policy() -> Policy {
     let config = Config {

@@ -10,56 +10,19 @@
 
 #[path = "../tests/fake_github/mod.rs"]
 mod fake_github;
+mod support;
+
+use support::ledger_of;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, TimeZone, Utc};
-use fake_github::scenario::{self, SessionState as ScenarioState};
+use chrono::Utc;
+
+use fake_github::scenario;
 use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, Timestamp};
-use klaud::core::ledger::{Ledger, Session, SessionState};
-use klaud::core::outcome::Outcome;
 
 const SEED: u64 = 42;
-
-fn time(timestamp: Timestamp) -> DateTime<Utc> {
-    Utc.timestamp_opt(timestamp.0, 0)
-        .single()
-        .expect("valid time")
-}
-
-/// The scenario's 50 sessions as klaud's ledger.
-fn ledger_of(sessions: &[scenario::ScenarioSession]) -> Ledger {
-    let mut ledger = Ledger::empty();
-    for session in sessions {
-        ledger.sessions.push(Session {
-            candidate: session.candidate.clone(),
-            family: session.family.clone(),
-            parent_run: session.parent_run_id,
-            parent_attempt: None,
-            state: match session.state {
-                ScenarioState::Live => SessionState::Live,
-                ScenarioState::Parked => SessionState::Parked,
-                ScenarioState::Finished => SessionState::Finished,
-            },
-            started_at: time(session.started_at),
-            finished_at: session.finished_at.map(time),
-            outcome: session.outcome.as_deref().and_then(Outcome::parse),
-            agent_ran: true,
-            pull_request: session.pull_request,
-            pending_outcome: None,
-        });
-        if session.state == ScenarioState::Live {
-            ledger.claims.push(klaud::core::ledger::Claim {
-                family: session.family.clone(),
-                candidate: session.candidate.clone(),
-                parent_run: session.parent_run_id,
-                claimed_at: time(session.started_at),
-            });
-        }
-    }
-    ledger
-}
 
 /// The scenario generated around the real clock (select judges cooldowns against it).
 fn start(latency_ms: u64) -> (FakeGitHubHandle, String) {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::ledger::{Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership};
-use super::plan::Action;
+use super::plan::{Action, status_label_action};
 use super::policy::Policy;
 use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
 
@@ -233,7 +233,7 @@ pub fn decide(
         plan.receipt = true;
         plan.reason = format!("#{} stays a draft, parked", pull.number);
         plan.actions
-            .extend(label_action(policy, pull, Some(StatusLabel::Parked)));
+            .extend(status_label_action(policy, pull, Some(StatusLabel::Parked)));
         return plan;
     }
     if request.outcome == Outcome::Validated {
@@ -247,8 +247,11 @@ pub fn decide(
             short(&pull.head_sha),
             pull.number
         );
-        plan.actions
-            .extend(label_action(policy, pull, Some(StatusLabel::Finished)));
+        plan.actions.extend(status_label_action(
+            policy,
+            pull,
+            Some(StatusLabel::Finished),
+        ));
         if pull.draft {
             plan.actions.push(Action::MarkReady {
                 pull_request: pull.number,
@@ -268,8 +271,11 @@ pub fn decide(
     }
     plan.receipt = true;
     plan.cancel = cancellable(runs, facts, policy);
-    plan.actions
-        .extend(label_action(policy, pull, request.outcome.status_label()));
+    plan.actions.extend(status_label_action(
+        policy,
+        pull,
+        request.outcome.status_label(),
+    ));
     plan.actions.extend(sweep_label_removals(policy, pull));
     if !pull.draft {
         plan.actions.push(Action::ConvertToDraft {
@@ -322,8 +328,11 @@ fn closed(
     if let Ok(runs) = facts.branch_runs.clone().unwrap_or_else(|| Ok(Vec::new())) {
         plan.cancel = cancellable(&runs, facts, policy);
     }
-    plan.actions
-        .extend(label_action(policy, pull, plan.outcome.status_label()));
+    plan.actions.extend(status_label_action(
+        policy,
+        pull,
+        plan.outcome.status_label(),
+    ));
     plan.actions.extend(sweep_label_removals(policy, pull));
     if by_bot && request.outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
         match foreign {
@@ -425,30 +434,6 @@ fn push_branch_deletion(plan: &mut FinishPlan, pull: &PullRequestFact, facts: &F
             .push_str(&format!("; branch kept: it moved to {}", short(sha))),
         None => {}
     }
-}
-
-/// The action making `wanted` the pull request's only status label, when it is not already.
-fn label_action(
-    policy: &Policy,
-    pull: &PullRequestFact,
-    wanted: Option<StatusLabel>,
-) -> Option<Action> {
-    let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
-    let others: Vec<String> = policy
-        .all_status_labels()
-        .into_iter()
-        .filter(|name| Some(*name) != wanted_name.as_deref())
-        .map(str::to_string)
-        .collect();
-    let has_wanted = wanted_name
-        .as_ref()
-        .is_none_or(|name| pull.labels.contains(name));
-    let has_others = others.iter().any(|name| pull.labels.contains(name));
-    (!has_wanted || has_others).then_some(Action::SetStatusLabel {
-        pull_request: pull.number,
-        label: wanted_name,
-        others,
-    })
 }
 
 /// The ledger after `plan`, or `None` when it already says so. Finished (or parked) sessions

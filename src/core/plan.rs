@@ -7,6 +7,10 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::outcome::StatusLabel;
+use super::policy::Policy;
+use super::snapshot::PullRequestFact;
+
 /// One change on GitHub.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
@@ -79,6 +83,32 @@ impl Action {
             _ => 1,
         }
     }
+}
+
+/// The action making `wanted` the pull request's only status label (none at all for `None`),
+/// or `None` when the labels already say so. Status labels are display only: this reads the
+/// labels to avoid a needless write, never to decide anything else.
+pub fn status_label_action(
+    policy: &Policy,
+    pull: &PullRequestFact,
+    wanted: Option<StatusLabel>,
+) -> Option<Action> {
+    let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
+    let others: Vec<String> = policy
+        .all_status_labels()
+        .into_iter()
+        .filter(|name| Some(*name) != wanted_name.as_deref())
+        .map(str::to_string)
+        .collect();
+    let has_wanted = wanted_name
+        .as_ref()
+        .is_none_or(|name| pull.labels.contains(name));
+    let has_others = others.iter().any(|name| pull.labels.contains(name));
+    (!has_wanted || has_others).then_some(Action::SetStatusLabel {
+        pull_request: pull.number,
+        label: wanted_name,
+        others,
+    })
 }
 
 impl fmt::Display for Action {

@@ -6,33 +6,10 @@
 
 use super::Decider;
 use crate::core::outcome::{Outcome, StatusLabel};
-use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
+use crate::core::plan::{
+    Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action,
+};
 use crate::core::snapshot::PullRequestFact;
-
-/// The action making `wanted` the only status label of `pull`, when it is not already.
-fn label_action(
-    decider: &Decider<'_>,
-    pull: &PullRequestFact,
-    wanted: Option<StatusLabel>,
-) -> Option<Action> {
-    let policy = decider.policy;
-    let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
-    let others: Vec<String> = policy
-        .all_status_labels()
-        .into_iter()
-        .filter(|name| Some(*name) != wanted_name.as_deref())
-        .map(str::to_string)
-        .collect();
-    let has_wanted = wanted_name
-        .as_ref()
-        .is_none_or(|name| pull.labels.contains(name));
-    let has_others = others.iter().any(|name| pull.labels.contains(name));
-    (!has_wanted || has_others).then_some(Action::SetStatusLabel {
-        pull_request: pull.number,
-        label: wanted_name,
-        others,
-    })
-}
 
 /// The label of a pull request cleaned up with `outcome`.
 pub(super) fn cleanup_label(
@@ -41,7 +18,7 @@ pub(super) fn cleanup_label(
     outcome: Outcome,
 ) -> Option<Action> {
     let wanted = outcome.status_label()?;
-    label_action(decider, pull, Some(wanted))
+    status_label_action(decider.policy, pull, Some(wanted))
 }
 
 /// A group that sets the status label of a live or parked session's draft, when it is wrong.
@@ -59,7 +36,7 @@ pub(super) fn status_label_sync(
     {
         return None;
     }
-    let action = label_action(decider, pull, Some(wanted))?;
+    let action = status_label_action(decider.policy, pull, Some(wanted))?;
     Some(ActionGroup {
         subject: candidate.to_string(),
         candidate: Some(candidate.to_string()),
