@@ -4,8 +4,13 @@
 
 #![allow(dead_code)]
 
+#[path = "../step_support/mod.rs"]
+mod step_support;
+
+pub use step_support::{hermetic_klaud, read_output_file};
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use klaud::core::ledger::Ledger;
@@ -72,16 +77,7 @@ impl Pass {
 
     /// `klaud select` for this pass against `server`, inside a simulated Actions step.
     pub fn command(&self, server: &FakeGitHubHandle) -> std::process::Command {
-        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("klaud"));
-        for (name, _) in std::env::vars_os() {
-            let text = name.to_string_lossy();
-            if ["GITHUB_", "KLAUD_", "RUNNER_"]
-                .iter()
-                .any(|prefix| text.starts_with(prefix))
-            {
-                command.env_remove(&name);
-            }
-        }
+        let mut command = hermetic_klaud();
         command
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_OUTPUT", self.path("github-output"))
@@ -154,22 +150,6 @@ impl Pass {
         let outputs = self.outputs();
         serde_json::from_str(outputs.get("candidates").expect("a candidates output")).unwrap()
     }
-}
-
-/// Parses `name=value` lines and `name<<DELIMITER` heredocs.
-pub fn read_output_file(path: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut outputs = BTreeMap::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some((name, delimiter)) = line.split_once("<<") {
-            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
-            outputs.insert(name.to_string(), value.join("\n"));
-        } else if let Some((name, value)) = line.split_once('=') {
-            outputs.insert(name.to_string(), value.to_string());
-        }
-    }
-    outputs
 }
 
 /// Each candidate's decision in `selection.json`, in file order.
