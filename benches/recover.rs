@@ -3,7 +3,8 @@
 //! write budget of 100, both ledger writes), in process against the fake GitHub. A second row
 //! per latency is the next pass on the state the first one left (what a steady repository costs),
 //! and the last column counts what the reference design's documented algorithm would read on
-//! the same state.
+//! the same state. The notes give the process's peak RSS during each first pass (reset right
+//! before it) and its RSS before the pass; the fake GitHub lives in this process too.
 //!
 //! Run with `cargo bench --bench recover`.
 
@@ -106,6 +107,22 @@ fn reference_reads(server: &FakeGitHubHandle) -> u64 {
     })
 }
 
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`), in KiB; 0 where there is none.
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets this process's peak RSS (`VmHWM`) to its current RSS (Linux: `clear_refs` 5); false
+/// where that is not possible.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn row(name: &str, latency_ms: u64, report: &PassReport, wall: Duration, reference: Option<u64>) {
     let counts = report.requests.counts;
     let plan = &report.plan;
@@ -178,8 +195,21 @@ async fn main() {
             ..FaultConfig::default()
         });
         let reference = reference_reads(&server);
+        let before_kib = status_kib("VmRSS");
+        let reset = reset_peak_rss();
         let (first, wall) = pass(&server).await;
+        let peak_kib = status_kib("VmHWM");
         row("first pass", latency_ms, &first, wall, Some(reference));
+        if reset {
+            notes.push(format!(
+                "peak RSS during the first pass at {latency_ms} ms: {:.1} MiB for the whole bench \
+                 process (the fake GitHub with the scenario included), {:.1} MiB resident just \
+                 before the pass, so the pass added {:.1} MiB",
+                peak_kib as f64 / 1024.0,
+                before_kib as f64 / 1024.0,
+                peak_kib.saturating_sub(before_kib) as f64 / 1024.0
+            ));
+        }
         notes.push(format!(
             "first pass at {latency_ms} ms: {}",
             breakdown(&server)
