@@ -206,27 +206,35 @@ fn validated_without_a_successful_final_sweep_is_left_alone_with_the_outcome_pen
     assert_eq!(writes_beside_the_ledger(&server), Vec::<String>::new());
 }
 
-#[test]
-fn a_ready_pull_request_a_maintainer_closed_is_never_redrafted() {
-    let mut world = World::new();
-    let parent = world.running_planner(&[]);
+/// Candidate `a`'s bot-only pull request, once ready for review, closed an hour ago by `by`
+/// (unmerged, its branch kept).
+fn closed_ready_pull_request(world: &mut World, by: &str) -> u64 {
     let commits = vec![world.bot_commit("a", 9)];
-    let number = world.state.add_pull_request(PullRequestSpec {
+    let created_at = Some(world.ago(10 * 3600));
+    let closed_at = Some(world.ago(3600));
+    world.state.add_pull_request(PullRequestSpec {
         title: "klaud: a".into(),
         author: BOT.into(),
         head_ref: branch("a"),
         draft: false,
         labels: vec!["klaud-in-progress".into()],
         commits,
-        created_at: Some(world.ago(10 * 3600)),
+        created_at,
         closed: Some(ClosedSpec {
-            by: MAINTAINER.into(),
-            at: Some(world.ago(3600)),
+            by: by.into(),
+            at: closed_at,
             merged: false,
             delete_branch: false,
         }),
         ..PullRequestSpec::default()
-    });
+    })
+}
+
+#[test]
+fn a_ready_pull_request_a_maintainer_closed_is_never_redrafted() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = closed_ready_pull_request(&mut world, MAINTAINER);
     world.session("a", SessionState::Live, parent, Some(number));
     let server = world.start();
     let pass = Pass::new(FINISH_RUN);
@@ -255,23 +263,7 @@ fn a_ready_pull_request_a_maintainer_closed_is_never_redrafted() {
 fn a_closed_ready_pull_request_with_a_pending_cleanup_still_finishes() {
     let mut world = World::new();
     let parent = world.running_planner(&[]);
-    let commits = vec![world.bot_commit("a", 9)];
-    let number = world.state.add_pull_request(PullRequestSpec {
-        title: "klaud: a".into(),
-        author: BOT.into(),
-        head_ref: branch("a"),
-        draft: false,
-        labels: vec!["klaud-in-progress".into()],
-        commits,
-        created_at: Some(world.ago(10 * 3600)),
-        closed: Some(ClosedSpec {
-            by: BOT.into(),
-            at: Some(world.ago(3600)),
-            merged: false,
-            delete_branch: false,
-        }),
-        ..PullRequestSpec::default()
-    });
+    let number = closed_ready_pull_request(&mut world, BOT);
     world
         .session("a", SessionState::Live, parent, Some(number))
         .pending_outcome = Some(Outcome::Failed);
