@@ -13,10 +13,15 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+/// The variables that carry a token klaud was given (the action's `github-token` and
+/// `label-token` inputs, and the `GITHUB_TOKEN` fallback): no child inherits them, so neither npm,
+/// the packages it installs, nor a configured command ever sees a token.
+pub const TOKEN_VARIABLES: [&str; 3] = ["GITHUB_TOKEN", "KLAUD_GITHUB_TOKEN", "KLAUD_LABEL_TOKEN"];
+
 /// Which environment the child sees.
 #[derive(Debug, Clone)]
 pub enum ChildEnvironment {
-    /// Everything klaud itself sees, plus these additions.
+    /// Everything klaud itself sees except [`TOKEN_VARIABLES`], plus these additions.
     Inherited(Vec<(OsString, OsString)>),
     /// Only these variables (no token reaches the child by accident).
     Only(Vec<(OsString, OsString)>),
@@ -126,6 +131,9 @@ pub async fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutput> {
     }
     match &command.environment {
         ChildEnvironment::Inherited(additions) => {
+            for name in TOKEN_VARIABLES {
+                process.env_remove(name);
+            }
             process.envs(additions.iter().cloned());
         }
         ChildEnvironment::Only(variables) => {

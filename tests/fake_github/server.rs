@@ -50,6 +50,9 @@ pub struct LoggedRequest {
     pub fault: Option<InjectedFault>,
     /// The token's login; `None` for a missing or unknown token.
     pub login: Option<String>,
+    /// The request body as sent (lossy UTF-8; empty for none).
+    #[serde(default)]
+    pub body: String,
 }
 
 impl LoggedRequest {
@@ -333,15 +336,17 @@ fn primary_limit_answer(login: &str) -> Response {
 }
 
 /// GitHub's cross-cutting behaviour around every route.
-async fn github_semantics(
-    State(shared): State<Shared>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+async fn github_semantics(State(shared): State<Shared>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     if path.starts_with("/_fake") {
         return next.run(request).await;
     }
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let request_body = String::from_utf8_lossy(&body).into_owned();
+    let mut request = Request::from_parts(parts, axum::body::Body::from(body));
     let method = request.method().as_str().to_string();
     let path_and_query = request
         .uri()
@@ -442,6 +447,7 @@ async fn github_semantics(
         status: response.status().as_u16(),
         fault: injected,
         login,
+        body: request_body,
     });
     response
 }
