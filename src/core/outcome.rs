@@ -256,6 +256,9 @@ impl schemars::JsonSchema for Outcome {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

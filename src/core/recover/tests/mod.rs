@@ -3,6 +3,7 @@
 //! and the ledger decisions re-run on a ledger another pass changed in `ledger_and_refs.rs`.
 
 mod ledger_and_refs;
+mod properties;
 
 use chrono::{DateTime, Duration, Utc};
 

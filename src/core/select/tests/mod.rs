@@ -5,6 +5,7 @@ mod cap_and_claims;
 mod cooldowns;
 mod gates;
 mod occupancy;
+mod properties;
 
 use std::collections::BTreeSet;
 
