@@ -264,9 +264,12 @@ fn unknown_field_path(message: &str) -> Option<String> {
         .strip_suffix(':')
         .map(str::trim)
         .filter(|parent| !parent.is_empty() && !parent.contains(' '));
-    Some(match parent {
-        Some(parent) => format!("{parent}.{field}"),
-        None => field.to_string(),
+    // An empty key (`"": 1`, or a tag with no scalar) is named by the mapping that holds it.
+    Some(match (parent, field) {
+        (Some(parent), "") => parent.to_string(),
+        (None, "") => "config".to_string(),
+        (Some(parent), field) => format!("{parent}.{field}"),
+        (None, field) => field.to_string(),
     })
 }
 
@@ -411,6 +414,17 @@ mod tests {
     fn an_unknown_nested_key_is_named_with_its_path() {
         let error = parse_config("labels:\n  status:\n    eror: x\n").unwrap_err();
         assert_eq!(error.key, "labels.status.eror", "{}", error.message);
+    }
+
+    #[test]
+    fn an_unknown_empty_key_is_named_by_the_mapping_that_holds_it() {
+        // Found by fuzzing: `{!owns:` is a mapping whose only key is an empty (tagged) scalar.
+        let error = parse_config("{!owns:\n  ").unwrap_err();
+        assert_eq!(error.key, "config", "{}", error.message);
+        let error = parse_config("\"\": 1\n").unwrap_err();
+        assert_eq!(error.key, "config", "{}", error.message);
+        let error = parse_config("labels:\n  status:\n    \"\": x\n").unwrap_err();
+        assert_eq!(error.key, "labels.status", "{}", error.message);
     }
 
     #[test]

@@ -95,11 +95,36 @@ pub fn read_inputs(arguments: &FinishArgs) -> Result<FinishInputs, StepError> {
 }
 
 fn read_outcome_file(path: &Path, inputs: &mut FinishInputs) -> Result<(), StepError> {
-    let field = "outcome-file";
     let text = std::fs::read_to_string(path).map_err(|error| {
-        StepError::bad_input(field, format!("cannot read {}: {error}", path.display()))
+        StepError::bad_input(
+            "outcome-file",
+            format!("cannot read {}: {error}", path.display()),
+        )
     })?;
-    let value: Value = serde_json::from_str(&text)
+    let file = parse_outcome_file(&text)?;
+    inputs.outcome = file.outcome;
+    inputs.phase = file.phase;
+    inputs.reason_code = file.reason_code;
+    inputs.pull_request = file.pull_request;
+    inputs.run_ids = file.run_ids;
+    Ok(())
+}
+
+/// What the agent's outcome file says, checked field by field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeFile {
+    pub outcome: Outcome,
+    pub phase: Option<String>,
+    pub reason_code: Option<String>,
+    pub pull_request: Option<u64>,
+    pub run_ids: Vec<u64>,
+}
+
+/// Reads the outcome file's text: a JSON object with `outcome` (public or legacy name) and the
+/// optional `phase`, `reason-code`, `pull-request` and `run-ids`.
+pub fn parse_outcome_file(text: &str) -> Result<OutcomeFile, StepError> {
+    let field = "outcome-file";
+    let value: Value = serde_json::from_str(text)
         .map_err(|error| StepError::bad_input(field, format!("not JSON: {error}")))?;
     let Value::Object(object) = value else {
         return Err(StepError::bad_input(field, "must be a JSON object"));
@@ -108,16 +133,16 @@ fn read_outcome_file(path: &Path, inputs: &mut FinishInputs) -> Result<(), StepE
         .get("outcome")
         .and_then(Value::as_str)
         .ok_or_else(|| StepError::bad_input("outcome-file.outcome", "a string is required"))?;
-    inputs.outcome = parse_outcome("outcome-file.outcome", name)?;
-    inputs.phase = optional_id(object.get("phase"), "outcome-file.phase")?;
-    inputs.reason_code = optional_id(object.get("reason-code"), "outcome-file.reason-code")?;
-    inputs.pull_request = match object.get("pull-request") {
+    let outcome = parse_outcome("outcome-file.outcome", name)?;
+    let phase = optional_id(object.get("phase"), "outcome-file.phase")?;
+    let reason_code = optional_id(object.get("reason-code"), "outcome-file.reason-code")?;
+    let pull_request = match object.get("pull-request") {
         None | Some(Value::Null) => None,
         Some(value) => Some(value.as_u64().filter(|n| *n > 0).ok_or_else(|| {
             StepError::bad_input("outcome-file.pull-request", "must be a pull request number")
         })?),
     };
-    inputs.run_ids = match object.get("run-ids") {
+    let run_ids = match object.get("run-ids") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(ids)) => ids
             .iter()
@@ -134,7 +159,13 @@ fn read_outcome_file(path: &Path, inputs: &mut FinishInputs) -> Result<(), StepE
             ));
         }
     };
-    Ok(())
+    Ok(OutcomeFile {
+        outcome,
+        phase,
+        reason_code,
+        pull_request,
+        run_ids,
+    })
 }
 
 fn parse_outcome(field: &str, name: &str) -> Result<Outcome, StepError> {
