@@ -129,12 +129,16 @@ build_target() {
 }
 
 # Rewrites dist/SHA256SUMS (every dist/<target>/klaud, sorted by path) and dist/VERSION. The
-# binary action.yml would run on this machine must report the crate version first: VERSION must
-# never claim a binary current that is not.
+# binary action.yml would run on this machine must report the crate version first, and every
+# binary must carry the source fingerprint of this checkout (scripts/source-fingerprint.sh; the
+# bytes are searched, so binaries of other platforms are checked too): VERSION must never claim a
+# binary current that is not.
 write_index() {
-  local version binaries=() binary relative reported runnable
+  local version fingerprint binaries=() binary relative reported runnable
   version="$(crate_version)"
   [ -n "$version" ] || die "no version in Cargo.toml"
+  fingerprint="$("$repository/scripts/source-fingerprint.sh" "$repository")" ||
+    die "cannot compute the source fingerprint"
   shopt -s nullglob
   binaries=("$dist"/*/klaud)
   shopt -u nullglob
@@ -144,16 +148,19 @@ write_index() {
     relative="${binary#"$dist/"}"
     if [ "$relative" = "$runnable" ]; then
       reported="$("$binary" --version)" || die "$relative --version failed"
+      reported="${reported%%$'\n'*}"
       [ "$reported" = "klaud $version" ] || die "$relative reports '$reported', not 'klaud $version'"
     else
       log "$relative is for another platform; its version is not checked here"
     fi
+    grep -aqF "source-fingerprint $fingerprint" "$binary" ||
+      die "$relative was built from other sources: it lacks 'source-fingerprint $fingerprint'"
   done
   for binary in "${binaries[@]}"; do
     printf '%s  %s\n' "$(sha256_of "$binary")" "${binary#"$dist/"}"
   done | LC_ALL=C sort -k 2 > "$dist/SHA256SUMS"
   printf '%s\n' "$version" > "$dist/VERSION"
-  log "wrote dist/SHA256SUMS (${#binaries[@]} binaries) and dist/VERSION ($version)"
+  log "wrote dist/SHA256SUMS (${#binaries[@]} binaries) and dist/VERSION ($version), source fingerprint $fingerprint"
 }
 
 main() {

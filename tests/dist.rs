@@ -4,6 +4,8 @@
 //! - `SHA256SUMS` lists exactly the binaries present, no more and no fewer;
 //! - when `VERSION` is the crate's version (the binaries claim to be current), every binary must
 //!   match its checksum, and a binary this machine can run must report `klaud <crate version>`;
+//! - a binary of the crate's version built from other sources (its `source-fingerprint`, see
+//!   build.rs, is not the one of these sources) is only reported: action.yml builds from source;
 //! - when `VERSION` names an older version, dist is only reported stale: action.yml then builds
 //!   from source, which is correct, just slower;
 //! - a dist without binaries (between releases) passes, saying so.
@@ -22,6 +24,8 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The fingerprint of the sources these tests were built from (build.rs).
+const SOURCE_FINGERPRINT: &str = env!("KLAUD_SOURCE_FINGERPRINT");
 
 /// What a consistent dist/ is.
 #[derive(Debug, PartialEq, Eq)]
@@ -36,6 +40,9 @@ enum Verdict {
     },
     /// The binaries are of an older version: action.yml builds from source until dist is rebuilt.
     Stale { dist_version: String },
+    /// The binaries are of the crate's version and match their checksums, but `targets` do not
+    /// carry these sources' fingerprint: action.yml builds from source until dist is rebuilt.
+    OtherSources { targets: Vec<String> },
 }
 
 impl fmt::Display for Verdict {
@@ -68,12 +75,20 @@ impl fmt::Display for Verdict {
                 "dist/ is stale: its binaries are of {dist_version}, the crate is {CRATE_VERSION}; \
                  the action builds from source until scripts/build-dist.sh is run"
             ),
+            Verdict::OtherSources { targets } => write!(
+                formatter,
+                "dist/ is stale: {} built from other sources than these (source fingerprint \
+                 {SOURCE_FINGERPRINT}); the action builds from source until \
+                 scripts/build-dist.sh is run",
+                targets.join(", ")
+            ),
         }
     }
 }
 
-/// Checks `dist` against the crate version; `Err` lists every inconsistency found.
-fn inspect(dist: &Path, crate_version: &str) -> Result<Verdict, Vec<String>> {
+/// Checks `dist` against the crate version and the source fingerprint; `Err` lists every
+/// inconsistency found.
+fn inspect(dist: &Path, crate_version: &str, fingerprint: &str) -> Result<Verdict, Vec<String>> {
     let mut problems = Vec::new();
     let present = binaries_in(dist);
     let listed = match read_checksums(dist, &mut problems) {
@@ -133,8 +148,12 @@ fn inspect(dist: &Path, crate_version: &str) -> Result<Verdict, Vec<String>> {
     // dist/VERSION claims the binaries current: hold each of them to it.
     let expected_version = format!("klaud {crate_version}");
     let mut unchecked_versions = Vec::new();
+    let mut other_sources = Vec::new();
     for (path, binary) in &present {
         let target = path.trim_end_matches("/klaud");
+        if !carries_fingerprint(binary, fingerprint) {
+            other_sources.push(target.to_string());
+        }
         if let Some(expected_sum) = listed.get(path) {
             let actual_sum = sha256_of(binary);
             if &actual_sum != expected_sum {
@@ -155,7 +174,11 @@ fn inspect(dist: &Path, crate_version: &str) -> Result<Verdict, Vec<String>> {
             Err(error) => problems.push(format!("dist/{path} --version failed: {error}")),
         }
     }
-    if problems.is_empty() {
+    if problems.is_empty() && !other_sources.is_empty() {
+        Ok(Verdict::OtherSources {
+            targets: other_sources,
+        })
+    } else if problems.is_empty() {
         Ok(Verdict::Current {
             targets: present
                 .keys()
@@ -216,6 +239,17 @@ fn read_checksums(dist: &Path, problems: &mut Vec<String>) -> Option<BTreeMap<St
     Some(listed)
 }
 
+/// Whether `binary` holds `source-fingerprint <fingerprint>` (what its `--version` prints; the
+/// bytes are searched, so binaries of other platforms are checked too, as build-dist.sh does).
+fn carries_fingerprint(binary: &Path, fingerprint: &str) -> bool {
+    let bytes =
+        fs::read(binary).unwrap_or_else(|error| panic!("read {}: {error}", binary.display()));
+    let needle = format!("source-fingerprint {fingerprint}");
+    bytes
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
 fn sha256_of(path: &Path) -> String {
     let bytes = fs::read(path).unwrap_or_else(|error| panic!("read {}: {error}", path.display()));
     Sha256::digest(&bytes)
@@ -261,7 +295,7 @@ fn host_target() -> Option<&'static str> {
 #[test]
 fn the_dist_directory_is_consistent_with_the_crate() {
     let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist");
-    match inspect(&dist, CRATE_VERSION) {
+    match inspect(&dist, CRATE_VERSION, SOURCE_FINGERPRINT) {
         Ok(verdict) => eprintln!("{verdict}"),
         Err(problems) => panic!(
             "dist/ is inconsistent (rebuild it with scripts/build-dist.sh):\n- {}",
@@ -269,6 +303,9 @@ fn the_dist_directory_is_consistent_with_the_crate() {
         ),
     }
 }
+
+/// The source fingerprint the fake binaries are checked against.
+const FAKE_FINGERPRINT: &str = "5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e5f0e";
 
 /// A scratch dist/ with fake binaries: shell scripts that print a version.
 struct FakeDist(tempfile::TempDir);
@@ -282,12 +319,21 @@ impl FakeDist {
         self.0.path()
     }
 
-    /// A binary for `target` that reports `klaud <version>`.
+    /// A binary for `target` that reports `klaud <version>`, built from the sources checked.
     fn with_binary(self, target: &str, version: &str) -> Self {
+        self.with_binary_from(target, version, Some(FAKE_FINGERPRINT))
+    }
+
+    /// A binary for `target` that reports `klaud <version>` and, if given, the source fingerprint.
+    fn with_binary_from(self, target: &str, version: &str, fingerprint: Option<&str>) -> Self {
         use std::os::unix::fs::PermissionsExt;
         let binary = self.path().join(target).join("klaud");
         fs::create_dir_all(binary.parent().expect("a parent")).expect("create <target>/");
-        fs::write(&binary, format!("#!/bin/sh\necho 'klaud {version}'\n")).expect("write");
+        let mut script = format!("#!/bin/sh\necho 'klaud {version}'\n");
+        if let Some(fingerprint) = fingerprint {
+            script.push_str(&format!("echo 'source-fingerprint {fingerprint}'\n"));
+        }
+        fs::write(&binary, script).expect("write");
         fs::set_permissions(&binary, fs::Permissions::from_mode(0o755)).expect("chmod");
         self
     }
@@ -312,7 +358,7 @@ impl FakeDist {
     }
 
     fn inspect(&self) -> Result<Verdict, Vec<String>> {
-        inspect(self.path(), "0.4.0")
+        inspect(self.path(), "0.4.0", FAKE_FINGERPRINT)
     }
 }
 
@@ -457,4 +503,43 @@ fn a_dist_without_binaries_passes_saying_so() {
     let verdict = dist.inspect().expect("an empty dist passes");
     assert_eq!(verdict, Verdict::NoBinaries);
     assert!(verdict.to_string().contains("no binaries"));
+}
+
+#[test]
+fn a_current_binary_built_from_other_sources_is_reported_and_passes() {
+    let other = "0".repeat(64);
+    let dist = FakeDist::new()
+        .with_binary_from(host(), "0.4.0", Some(&other))
+        .with_true_checksums()
+        .with_version_file("0.4.0");
+    let verdict = dist
+        .inspect()
+        .expect("a dist built from other sources passes");
+    assert_eq!(
+        verdict,
+        Verdict::OtherSources {
+            targets: vec![host().to_string()]
+        }
+    );
+    assert!(verdict.to_string().contains("builds from source"));
+}
+
+#[test]
+fn a_binary_without_a_source_fingerprint_counts_as_built_from_other_sources() {
+    let other = if host() == "aarch64-apple-darwin" {
+        "x86_64-unknown-linux-gnu"
+    } else {
+        "aarch64-apple-darwin"
+    };
+    let dist = FakeDist::new()
+        .with_binary(host(), "0.4.0")
+        .with_binary_from(other, "0.4.0", None)
+        .with_true_checksums()
+        .with_version_file("0.4.0");
+    assert_eq!(
+        dist.inspect(),
+        Ok(Verdict::OtherSources {
+            targets: vec![other.to_string()]
+        })
+    );
 }

@@ -17,11 +17,21 @@ Exit codes:
   1  the step could not do its job (e.g. GitHub unavailable, install failed after every attempt)
   2  bad input (unknown mode, malformed config or flag value), found before any write";
 
+/// What `--version` prints after `klaud `: the crate version, then the fingerprint of the sources
+/// this binary was built from (build.rs), which action.yml compares with its checkout's before it
+/// runs a prebuilt binary. `-V` prints the first line only.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nsource-fingerprint ",
+    env!("KLAUD_SOURCE_FINGERPRINT")
+);
+
 /// klaud: the control plane for autonomous agent sweeps. Each invocation runs one bounded step.
 #[derive(Debug, Parser)]
 #[command(
     name = "klaud",
     version,
+    long_version = LONG_VERSION,
     after_help = EXIT_CODES_HELP,
     propagate_version = true,
     disable_help_subcommand = true,
