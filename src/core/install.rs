@@ -112,6 +112,28 @@ fn describe_exit(exit: Option<i32>) -> String {
     }
 }
 
+/// An npm package name, optionally scoped: what npm accepts as a name, and nothing npm would
+/// read as an option (`--registry=…`) or that would leave `node_modules` as a path (`../x`).
+static PACKAGE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:@[A-Za-z0-9~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9~-][A-Za-z0-9._~-]*$")
+        .expect("package name pattern compiles")
+});
+
+/// Reads `cli-package`: an npm package name such as `@anthropic-ai/claude-code`.
+pub fn parse_package_name(text: &str) -> Result<&str, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("must not be empty".to_string());
+    }
+    if trimmed.len() > 214 || trimmed.starts_with('-') || !PACKAGE_NAME.is_match(trimmed) {
+        return Err(format!(
+            "'{}' is not an npm package name (expected e.g. @anthropic-ai/claude-code)",
+            bounded(trimmed, 100)
+        ));
+    }
+    Ok(trimmed)
+}
+
 /// Reads `cli-attempts`: a whole number of at least 1.
 pub fn parse_attempts(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
@@ -129,6 +151,32 @@ mod tests {
 
     fn version(text: &str) -> Version {
         Version::parse(text).unwrap()
+    }
+
+    #[test]
+    fn package_names_are_npm_names_and_nothing_else() {
+        for name in [
+            "@anthropic-ai/claude-code",
+            "left-pad",
+            "JSONStream",
+            " lodash.get ",
+        ] {
+            assert_eq!(parse_package_name(name), Ok(name.trim()), "{name}");
+        }
+        for name in [
+            "",
+            "a b",
+            "--registry=http://127.0.0.1/x",
+            "-x",
+            "../x",
+            ".hidden",
+            "@scope/../x",
+            "@scope",
+            "a/b",
+            "x@1.0.0",
+        ] {
+            assert!(parse_package_name(name).is_err(), "{name}");
+        }
     }
 
     #[test]

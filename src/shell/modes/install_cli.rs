@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::StepContext;
 use crate::adapters::npm;
 use crate::adapters::process::{ChildCommand, run_child};
-use crate::core::install::{AttemptEvidence, AttemptVerdict, judge_attempt, parse_pinned_version};
+use crate::core::install::{
+    AttemptEvidence, AttemptVerdict, judge_attempt, parse_package_name, parse_pinned_version,
+};
 use crate::core::text::bounded;
 use crate::shell::cli::InstallCliArgs;
 use crate::shell::error::StepError;
@@ -57,11 +59,9 @@ pub async fn run(context: &StepContext, arguments: &InstallCliArgs) -> Result<()
     let reporter = &context.reporter;
     let expected = parse_pinned_version(arguments.cli_version.as_deref().unwrap_or(""))
         .map_err(|message| StepError::bad_input("cli-version", message))?;
-    if arguments.cli_package.trim().is_empty() {
-        return Err(StepError::bad_input("cli-package", "must not be empty"));
-    }
+    let package = parse_package_name(&arguments.cli_package)
+        .map_err(|message| StepError::bad_input("cli-package", message))?;
     let prefix = context.directory.join("cli");
-    let package = arguments.cli_package.trim();
     reporter.info(&format!(
         "installing {package}@{expected} into {} (up to {} attempts)",
         prefix.display(),

@@ -1,0 +1,623 @@
+//! Every class of bad input, per mode, against the fake GitHub: the exit code, the message and
+//! the proof that nothing was written. The rows live in README.md's "Bad input" table; this test
+//! reads that table, runs each row in each mode it names, and fails when a row is missing on
+//! either side, so the documentation and the binary cannot drift apart.
+
+#![allow(clippy::disallowed_methods)] // tests read the environment and start processes
+#![allow(clippy::duplicate_mod)] // github_mode_support and recover_support each bring step_support
+
+#[path = "fake_github/mod.rs"]
+mod fake_github;
+#[path = "github_mode_support/mod.rs"]
+mod github_mode_support;
+#[path = "recover_support/mod.rs"]
+mod recover_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use fake_github::FakeGitHubHandle;
+use github_mode_support::{REPOSITORY, Step, TOKEN, hermetic_klaud, write_requests};
+use klaud::core::ledger::SessionState;
+use klaud::core::outcome::Outcome;
+use serde_json::json;
+
+const ALL_MODES: [&str; 8] = [
+    "install-cli",
+    "verify-baselines",
+    "select",
+    "recover",
+    "finish",
+    "wake",
+    "prepare-review",
+    "status",
+];
+const GITHUB_MODES: [&str; 6] = [
+    "select",
+    "recover",
+    "finish",
+    "wake",
+    "prepare-review",
+    "status",
+];
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// One `klaud` invocation being assembled: the mode, its flags and changes to the environment.
+struct Invocation<'a> {
+    step: &'a Step,
+    mode: Option<String>,
+    flags: Vec<(String, String)>,
+    environment: Vec<(String, Option<String>)>,
+}
+
+impl Invocation<'_> {
+    fn set(&mut self, flag: &str, value: &str) {
+        self.unset(flag);
+        self.flags.push((flag.to_string(), value.to_string()));
+    }
+
+    fn unset(&mut self, flag: &str) {
+        self.flags.retain(|(name, _)| name != flag);
+    }
+
+    fn env(&mut self, name: &str, value: Option<&str>) {
+        self.environment
+            .push((name.to_string(), value.map(str::to_string)));
+    }
+
+    fn file(&self, name: &str, text: &str) {
+        self.step.write(name, text);
+    }
+
+    /// A candidates file whose one candidate carries `baseline`.
+    fn candidate_with_baseline(&self, baseline: serde_json::Value) {
+        let candidates = json!([{"id": "a", "family": "configs/x.yaml:a", "baseline": baseline}]);
+        self.file("candidates.json", &candidates.to_string());
+    }
+}
+
+/// What each README row changes in an otherwise valid invocation of its mode.
+type Change = fn(&mut Invocation);
+
+const ROWS: &[(&str, &str, Change)] = &[
+    ("(none)", "no mode", |run| run.mode = None),
+    ("(none)", "unknown mode `frob`", |run| {
+        run.mode = Some("frob".into())
+    }),
+    ("every mode", "config: unknown key `bogus: 1`", |run| {
+        run.file("klaud.yml", "bogus: 1\n")
+    }),
+    (
+        "every mode",
+        "config: unknown nested key `labels: {colour: red}`",
+        |run| run.file("klaud.yml", "labels:\n  colour: red\n"),
+    ),
+    ("every mode", "config: wrong type `bot: [1]`", |run| {
+        run.file("klaud.yml", "bot: [1]\n")
+    }),
+    (
+        "every mode",
+        "config: out of range `producer: {timeout-seconds: 0}`",
+        |run| run.file("klaud.yml", "producer:\n  timeout-seconds: 0\n"),
+    ),
+    (
+        "every mode",
+        "config: `cooldowns` names no outcome",
+        |run| run.file("klaud.yml", "cooldowns:\n  bogus: 1\n"),
+    ),
+    ("every mode", "config: not YAML", |run| {
+        run.file("klaud.yml", "bot: \"unterminated\n")
+    }),
+    ("every mode", "config: unreadable (a directory)", |run| {
+        let path = run.step.path("klaud.yml");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+    }),
+    ("every mode", "`max-candidates: 0`", |run| {
+        run.set("max-candidates", "0")
+    }),
+    ("every mode", "`max-candidates: many`", |run| {
+        run.set("max-candidates", "many")
+    }),
+    ("every mode", "`cooldown-days: -1`", |run| {
+        run.set("cooldown-days", "-1")
+    }),
+    ("every mode", "`dry-run: maybe`", |run| {
+        run.set("dry-run", "maybe")
+    }),
+    ("every GitHub mode", "`max-operations: 0`", |run| {
+        run.set("max-operations", "0")
+    }),
+    ("every GitHub mode", "`max-reads: lots`", |run| {
+        run.set("max-reads", "lots")
+    }),
+    (
+        "every GitHub mode",
+        "no token (`github-token` empty, no `GITHUB_TOKEN`)",
+        |run| {
+            run.env("GITHUB_TOKEN", None);
+            run.env("KLAUD_GITHUB_TOKEN", Some(""));
+        },
+    ),
+    (
+        "every GitHub mode",
+        "`GITHUB_REPOSITORY` not `owner/name`",
+        |run| run.env("GITHUB_REPOSITORY", Some("bench")),
+    ),
+    ("`install-cli`", "no `cli-version`", |run| {
+        run.unset("cli-version")
+    }),
+    (
+        "`install-cli`",
+        "`cli-version: latest` (a dist-tag)",
+        |run| run.set("cli-version", "latest"),
+    ),
+    ("`install-cli`", "`cli-version: ^2.1.0` (a range)", |run| {
+        run.set("cli-version", "^2.1.0")
+    }),
+    ("`install-cli`", "`cli-attempts: 0`", |run| {
+        run.set("cli-attempts", "0")
+    }),
+    ("`install-cli`", "`cli-attempts: two`", |run| {
+        run.set("cli-attempts", "two")
+    }),
+    ("`install-cli`", "`cli-package` empty", |run| {
+        run.set("cli-package", "")
+    }),
+    (
+        "`install-cli`",
+        "`cli-package: --registry=http://127.0.0.1:9/x` (an npm option)",
+        |run| run.set("cli-package", "--registry=http://127.0.0.1:9/x"),
+    ),
+    ("`verify-baselines`", "no `candidates`", |run| {
+        run.unset("candidates")
+    }),
+    ("`select`", "no `candidates`", |run| run.unset("candidates")),
+    ("`prepare-review`", "no `candidates`", |run| {
+        run.unset("candidates")
+    }),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "candidates file missing",
+        |run| run.set("candidates", "missing.json"),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "candidates file not JSON",
+        |run| run.file("candidates.json", "[{\n"),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "candidates neither an array nor `{\"candidates\": [...]}`",
+        |run| run.file("candidates.json", r#"{"proposals": []}"#),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "candidate id `a b`",
+        |run| run.file("candidates.json", r#"[{"id": "a b", "family": "f"}]"#),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "the same id twice",
+        |run| {
+            run.file(
+                "candidates.json",
+                r#"[{"id": "a", "family": "f"}, {"id": "a", "family": "g"}]"#,
+            )
+        },
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "a candidate without `family`",
+        |run| run.file("candidates.json", r#"[{"id": "a"}]"#),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "a baseline's head not a commit sha",
+        |run| {
+            run.candidate_with_baseline(
+                json!({"producer": {"head": "main", "args": []}, "points": []}),
+            )
+        },
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "a baseline without `producer`",
+        |run| run.candidate_with_baseline(json!({"points": []})),
+    ),
+    (
+        "`verify-baselines`",
+        "`repo-path` not a directory (a candidate has a baseline)",
+        |run| {
+            run.candidate_with_baseline(
+                json!({"producer": {"head": SHA, "args": ["test-config"]}, "points": [{}]}),
+            );
+            run.set("repo-path", "missing-repository");
+        },
+    ),
+    ("`select`", "`review` not JSON", |run| {
+        run.set("review", "{decisions")
+    }),
+    ("`select`", "`review` file missing", |run| {
+        run.set("review", "missing-review.json")
+    }),
+    ("`select`", "`review` without a `decisions` array", |run| {
+        run.set("review", "[]")
+    }),
+    (
+        "`select`",
+        "`review` deciding an unknown candidate",
+        |run| {
+            let review = json!({"decisions": [{"candidate-id": "zz", "decision": "proceed",
+            "family": "f", "pull-requests": [], "reason": "r"}]});
+            run.set("review", &review.to_string());
+        },
+    ),
+    ("`select`", "`baselines` file missing", |run| {
+        run.set("baselines", "missing-baselines.json")
+    }),
+    ("`select`", "`baselines` not a `baselines.json`", |run| {
+        run.file("baselines.json", "{\"candidates\": 3}");
+        run.set("baselines", "baselines.json");
+    }),
+    ("`select`", "no `GITHUB_RUN_ID`", |run| {
+        run.env("GITHUB_RUN_ID", None)
+    }),
+    ("`finish`", "no `candidate`", |run| run.unset("candidate")),
+    ("`finish`", "`candidate: a b`", |run| {
+        run.set("candidate", "a b")
+    }),
+    ("`finish`", "neither `outcome` nor `outcome-file`", |run| {
+        run.unset("outcome")
+    }),
+    ("`finish`", "both `outcome` and `outcome-file`", |run| {
+        run.file("outcome.json", r#"{"outcome": "failed"}"#);
+        run.set("outcome-file", "outcome.json");
+    }),
+    ("`finish`", "`outcome: bogus`", |run| {
+        run.set("outcome", "bogus")
+    }),
+    ("`finish`", "`agent-outcome: maybe`", |run| {
+        run.set("agent-outcome", "maybe")
+    }),
+    ("`finish`", "`park: maybe`", |run| run.set("park", "maybe")),
+    ("`finish`", "`cancel-wait: soon`", |run| {
+        run.set("cancel-wait", "soon")
+    }),
+    ("`finish`", "`outcome-file` missing", |run| {
+        run.unset("outcome");
+        run.set("outcome-file", "missing-outcome.json");
+    }),
+    ("`finish`", "`outcome-file` not JSON", |run| {
+        run.file("outcome.json", "{\"outcome\": ");
+        run.unset("outcome");
+        run.set("outcome-file", "outcome.json");
+    }),
+    (
+        "`finish`",
+        "`outcome-file` naming an unknown outcome",
+        |run| {
+            run.file("outcome.json", r#"{"outcome": "bogus"}"#);
+            run.unset("outcome");
+            run.set("outcome-file", "outcome.json");
+        },
+    ),
+    ("`wake`", "no `GITHUB_EVENT_PATH`", |run| {
+        run.env("GITHUB_EVENT_PATH", None)
+    }),
+    ("`wake`", "event file missing", |run| {
+        run.env("GITHUB_EVENT_PATH", Some("missing-event.json"))
+    }),
+    ("`wake`", "event not JSON", |run| {
+        run.file("event.json", "{\"workflow_run\": ")
+    }),
+    (
+        "`wake`",
+        "event of another kind (no `workflow_run`)",
+        |run| run.file("event.json", r#"{"action": "opened", "pull_request": {}}"#),
+    ),
+    (
+        "`wake`",
+        "`workflow_run` malformed (`id` a string)",
+        |run| {
+            run.file(
+                "event.json",
+                r#"{"action": "completed", "workflow_run": {"id": "x"}}"#,
+            )
+        },
+    ),
+    ("`wake`", "`confirm-timeout: soon`", |run| {
+        run.set("confirm-timeout", "soon")
+    }),
+];
+
+/// A row of the README's table.
+#[derive(Debug)]
+struct DocumentedRow {
+    modes: String,
+    input: String,
+    exit: i32,
+    message: String,
+    requests: String,
+}
+
+fn documented_rows() -> Vec<DocumentedRow> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("\n## Bad input\n")
+        .nth(1)
+        .expect("README.md has a \"Bad input\" section");
+    let section = section.split("\n## ").next().unwrap();
+    let header = "| mode | bad input | exit | message | requests |";
+    let table = section
+        .split(header)
+        .nth(1)
+        .expect("the section's table has the expected columns");
+    table
+        .lines()
+        .skip(2) // the rest of the header line and the separator
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line
+                .trim()
+                .trim_matches('|')
+                .split(" | ")
+                .map(str::trim)
+                .collect();
+            assert_eq!(cells.len(), 5, "five cells: {line}");
+            let message = cells[3];
+            assert!(
+                message.len() > 2 && message.starts_with('`') && message.ends_with('`'),
+                "the message is one code span: {line}"
+            );
+            DocumentedRow {
+                modes: cells[0].to_string(),
+                input: cells[1].to_string(),
+                exit: cells[2].parse().unwrap_or_else(|_| panic!("exit: {line}")),
+                message: message[1..message.len() - 1].to_string(),
+                requests: cells[4].to_string(),
+            }
+        })
+        .collect()
+}
+
+fn modes_of(cell: &str) -> Vec<Option<String>> {
+    match cell {
+        "(none)" => vec![None],
+        "every mode" => ALL_MODES
+            .iter()
+            .map(|mode| Some(mode.to_string()))
+            .collect(),
+        "every GitHub mode" => GITHUB_MODES
+            .iter()
+            .map(|mode| Some(mode.to_string()))
+            .collect(),
+        listed => listed
+            .split(", ")
+            .map(|mode| {
+                let mode = mode.trim_matches('`');
+                assert!(ALL_MODES.contains(&mode), "unknown mode {mode}");
+                Some(mode.to_string())
+            })
+            .collect(),
+    }
+}
+
+/// A repository where a valid run of any mode would write: a live session of candidate `a`
+/// with the bot's draft and claim, and a planner workflow that takes `wake`.
+fn world() -> FakeGitHubHandle {
+    let mut world = recover_support::World::new();
+    world.state.add_token(TOKEN, recover_support::BOT);
+    let planner = world.state.ensure_workflow(recover_support::PLANNER);
+    world.state.workflows.get_mut(&planner).unwrap().inputs = Some(vec!["wake".into()]);
+    let parent = world.running_planner(&["a"]);
+    let number = world.bot_draft("a");
+    world.session("a", SessionState::Live, parent, Some(number));
+    world.claim("a", parent);
+    world.start()
+}
+
+/// The valid files and flags of each mode, before a row changes them.
+fn valid_invocation<'a>(step: &'a Step, mode: Option<&str>) -> Invocation<'a> {
+    step.write("klaud.yml", &format!("bot: {}\n", recover_support::BOT));
+    step.write(
+        "candidates.json",
+        r#"[{"id": "a", "family": "configs/x.yaml:a"}]"#,
+    );
+    let ended = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let event = json!({
+        "action": "completed",
+        "workflow_run": {
+            "id": 501, "name": "e2e-tests", "path": ".github/workflows/e2e-tests.yml",
+            "head_branch": "klaud/auto-a", "head_sha": SHA, "event": "workflow_dispatch",
+            "status": "completed", "conclusion": "failure",
+            "actor": {"login": recover_support::BOT},
+            "triggering_actor": {"login": recover_support::BOT},
+            "updated_at": ended.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "repository": {"full_name": REPOSITORY},
+            "head_repository": {"full_name": REPOSITORY},
+        },
+        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
+    });
+    step.write("event.json", &event.to_string());
+    let mut invocation = Invocation {
+        step,
+        mode: mode.map(str::to_string),
+        flags: Vec::new(),
+        environment: Vec::new(),
+    };
+    let npm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-npm/npm");
+    match mode {
+        Some("install-cli") => {
+            invocation.set("cli-version", "2.1.282");
+            invocation.set("cli-attempts", "1");
+            invocation.set("npm", &npm.display().to_string());
+        }
+        Some("verify-baselines") => {
+            invocation.set("candidates", "candidates.json");
+            invocation.set("repo-path", ".");
+        }
+        Some("select") | Some("prepare-review") => invocation.set("candidates", "candidates.json"),
+        Some("finish") => {
+            invocation.set("candidate", "a");
+            invocation.set("outcome", "failed");
+            invocation.set("cancel-wait", "0");
+        }
+        Some("wake") => invocation.set("confirm-timeout", "5"),
+        _ => {}
+    }
+    invocation
+}
+
+fn command(invocation: &Invocation, server: &FakeGitHubHandle) -> assert_cmd::Command {
+    let step = invocation.step;
+    let mut command = match &invocation.mode {
+        Some(mode) => step.command(server, mode),
+        None => {
+            let mut command = hermetic_klaud();
+            command
+                .current_dir(step.path(""))
+                .env("GITHUB_ACTIONS", "true")
+                .env("GITHUB_OUTPUT", step.path("github-output"))
+                .env("GITHUB_STEP_SUMMARY", step.path("step-summary"));
+            assert_cmd::Command::from_std(command)
+        }
+    };
+    command.env("FAKE_NPM_COUNTER", step.path("npm-calls"));
+    for (flag, value) in &invocation.flags {
+        if value.starts_with('-') {
+            command.arg(format!("--{flag}={value}"));
+        } else {
+            command.arg(format!("--{flag}")).arg(value);
+        }
+    }
+    for (name, value) in &invocation.environment {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command.timeout(std::time::Duration::from_secs(120));
+    command
+}
+
+/// The message with `…` standing for any text: every part, in order.
+fn contains_in_order(log: &str, message: &str) -> bool {
+    let mut rest = log;
+    for part in message.split('…') {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn files_under(directory: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.path().is_dir() {
+                pending.push(entry.path());
+            } else {
+                files.push(entry.path().display().to_string());
+            }
+        }
+    }
+    files
+}
+
+fn check(row: &DocumentedRow, change: Change, mode: Option<&str>) {
+    let what = format!("{} in {}", row.input, mode.unwrap_or("(no mode)"));
+    let server = world();
+    let step = Step::default();
+    let mut invocation = valid_invocation(&step, mode);
+    change(&mut invocation);
+    let output = command(&invocation, &server).output().unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(row.exit), "{what}: exit\n{log}");
+    assert!(
+        contains_in_order(&log, &row.message),
+        "{what}: the message `{}`\n{log}",
+        row.message
+    );
+    assert!(
+        !step.path("npm-calls").exists(),
+        "{what}: npm was never called"
+    );
+    let requests = github_mode_support::requests(&server);
+    match row.requests.as_str() {
+        "none" => assert!(requests.is_empty(), "{what}: no request: {requests:?}"),
+        "reads only" => {
+            assert!(!requests.is_empty(), "{what}: GitHub was read");
+            assert_eq!(write_requests(&server), Vec::<String>::new(), "{what}");
+        }
+        "records `no-outcome`" => {
+            let session = recover_support::stored_ledger(&server)
+                .sessions
+                .into_iter()
+                .rev()
+                .find(|session| session.candidate == "a")
+                .expect("the session of a");
+            assert_eq!(session.outcome, Some(Outcome::NoOutcome), "{what}\n{log}");
+        }
+        other => panic!("{what}: unknown requests cell {other:?}"),
+    }
+    if row.exit == 2 {
+        assert_eq!(
+            std::fs::read_to_string(step.path("github-output")).unwrap_or_default(),
+            "",
+            "{what}: no step output"
+        );
+        assert_eq!(
+            files_under(&step.path("out")),
+            Vec::<String>::new(),
+            "{what}: nothing in the work directory"
+        );
+    }
+}
+
+#[test]
+fn the_readme_table_and_the_tests_rows_are_the_same_rows() {
+    let documented: BTreeSet<(String, String)> = documented_rows()
+        .into_iter()
+        .map(|row| (row.modes, row.input))
+        .collect();
+    let tested: BTreeSet<(String, String)> = ROWS
+        .iter()
+        .map(|(modes, input, _)| (modes.to_string(), input.to_string()))
+        .collect();
+    assert_eq!(tested.len(), ROWS.len(), "no test row twice");
+    let only_documented: Vec<_> = documented.difference(&tested).collect();
+    let only_tested: Vec<_> = tested.difference(&documented).collect();
+    assert!(
+        only_documented.is_empty() && only_tested.is_empty(),
+        "rows only in README.md: {only_documented:?}\nrows only in tests/bad_input.rs: {only_tested:?}"
+    );
+}
+
+#[test]
+fn every_documented_bad_input_is_rejected_as_documented() {
+    let rows = documented_rows();
+    assert!(rows.len() >= 50, "the table is read whole: {}", rows.len());
+    for row in &rows {
+        let Some((_, _, change)) = ROWS
+            .iter()
+            .find(|(modes, input, _)| *modes == row.modes && *input == row.input)
+        else {
+            continue; // reported by the other test
+        };
+        for mode in modes_of(&row.modes) {
+            check(row, *change, mode.as_deref());
+        }
+    }
+}
