@@ -141,6 +141,11 @@ const ROWS: &[(&str, &str, Change)] = &[
     ),
     (
         "every GitHub mode",
+        "`label-token` with a line break",
+        |run| run.env("KLAUD_LABEL_TOKEN", Some("ghs_label\nbroken")),
+    ),
+    (
+        "every GitHub mode",
         "`GITHUB_REPOSITORY` not `owner/name`",
         |run| run.env("GITHUB_REPOSITORY", Some("bench")),
     ),

@@ -136,6 +136,9 @@ impl GitHubClient {
     }
 
     fn with_budget(settings: &GitHubSettings, budget: Arc<RequestBudget>) -> Result<Self, String> {
+        if let Some(problem) = token_problem(&settings.token) {
+            return Err(format!("the token {problem}"));
+        }
         if !valid_repository_name(&settings.repository) {
             return Err(format!(
                 "'{}' is not a repository name of the form owner/name",
@@ -228,6 +231,21 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
+/// Why `token` cannot be sent as a credential, if it cannot. A token is visible ASCII only, which
+/// is also all an HTTP header carries; a stray line break in a secret is the usual culprit. The
+/// answer never quotes the token.
+pub fn token_problem(token: &str) -> Option<&'static str> {
+    if token.is_empty() {
+        Some("is empty")
+    } else if token.bytes().all(|byte| byte.is_ascii_graphic()) {
+        None
+    } else {
+        Some(
+            "holds a character no token has (whitespace, a line break, a control or non-ASCII character)",
+        )
+    }
+}
+
 fn valid_repository_name(name: &str) -> bool {
     let mut parts = name.split('/');
     let valid = |part: Option<&str>| {
@@ -277,5 +295,35 @@ mod tests {
         assert!(!valid_repository_name("acme/../x"));
         assert!(!valid_repository_name("/bench"));
         assert!(!valid_repository_name("acme/.."));
+    }
+
+    #[test]
+    fn a_token_is_visible_ascii_and_a_problem_never_quotes_it() {
+        assert_eq!(token_problem("ghs_0123456789abcdefABCDEF"), None);
+        assert_eq!(token_problem("github_pat_11AA-b.c~d"), None);
+        for token in [
+            "",
+            "ghs_secret\n",
+            "ghs_a b",
+            "ghs_\tx",
+            "ghs_é",
+            "ghs_\u{7f}",
+        ] {
+            let problem = token_problem(token).expect("a problem");
+            assert!(token.is_empty() || !problem.contains(token), "{problem}");
+        }
+    }
+
+    #[test]
+    fn a_client_with_a_malformed_token_is_refused_instead_of_panicking() {
+        let settings = GitHubSettings::new(
+            "https://api.github.com",
+            "https://api.github.com/graphql",
+            "ghs_line\nbreak",
+            "acme/bench",
+        );
+        let error = GitHubClient::new(&settings).expect_err("refused");
+        assert!(error.starts_with("the token holds"), "{error}");
+        assert!(!error.contains("ghs_line"), "{error}");
     }
 }
