@@ -6,15 +6,26 @@
 //! the same state. The notes give the process's peak RSS during each first pass (reset right
 //! before it) and its RSS before the pass; the fake GitHub lives in this process too.
 //!
+//! A second table runs the real `klaud recover` binary as a child process against the fake
+//! GitHub (which stays in this process) on a fresh scenario per latency, generated around the real
+//! clock that the binary reads: klaud's own peak RSS, requests and wall time of one standalone
+//! first pass.
+//!
 //! Run with `cargo bench --bench recover`.
+
+#![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and passes PATH on
 
 #[path = "../tests/fake_github/mod.rs"]
 mod fake_github;
 mod support;
 
+use support::child::{self, ChildCost};
 use support::{ledger_of, time};
 
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use chrono::Utc;
 
 use fake_github::scenario;
 use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, PullState, Timestamp};
@@ -179,8 +190,88 @@ fn breakdown(server: &FakeGitHubHandle) -> String {
         .join(", ")
 }
 
-#[tokio::main]
-async fn main() {
+/// One standalone first pass of the real binary (`klaud recover`) on a fresh scenario generated
+/// around the real clock; returns its cost, the server for its request counts and its outputs.
+fn standalone_pass(latency_ms: u64) -> (ChildCost, FakeGitHubHandle, String) {
+    let mut generated = scenario::generate(SEED, Timestamp(Utc::now().timestamp()));
+    let ledger = ledger_of(&generated.sessions);
+    generated.write_ledger(&ledger.to_json());
+    let server = FakeGitHub::start(generated.state);
+    server.set_faults(FaultConfig {
+        latency_ms,
+        ..FaultConfig::default()
+    });
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let config = work.path().join("klaud.yml");
+    std::fs::write(&config, format!("bot: {}\n", scenario::BOT)).expect("config written");
+    let output_file = work.path().join("github-output");
+    let mut command = child::intermediary(Path::new(env!("CARGO_BIN_EXE_klaud")));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GITHUB_API_URL", server.base_url())
+        .env("GITHUB_GRAPHQL_URL", server.graphql_url())
+        .env("GITHUB_REPOSITORY", "acme/bench")
+        .env("GITHUB_RUN_ID", OWN_RUN.to_string())
+        .env("GITHUB_RUN_ATTEMPT", "1")
+        .env("GITHUB_TOKEN", scenario::BOT_TOKEN)
+        .env("KLAUD_LABEL_TOKEN", scenario::LABEL_TOKEN)
+        .env("GITHUB_OUTPUT", &output_file)
+        .env("GITHUB_STEP_SUMMARY", work.path().join("step-summary"))
+        .arg("recover")
+        .arg("--directory")
+        .arg(work.path().join("out"))
+        .arg("--config")
+        .arg(&config);
+    let cost = child::measure(&mut command);
+    assert_eq!(cost.exit_code, 0, "klaud recover failed");
+    let outputs = std::fs::read_to_string(&output_file).expect("the step outputs");
+    (cost, server, outputs)
+}
+
+/// The value of `name=` in a `$GITHUB_OUTPUT` file.
+fn output<'a>(outputs: &'a str, name: &str) -> &'a str {
+    outputs
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or("?")
+}
+
+fn main() {
+    if child::serve_as_intermediary() {
+        return;
+    }
+    tokio::runtime::Runtime::new()
+        .expect("a tokio runtime")
+        .block_on(in_process());
+
+    println!();
+    println!(
+        "standard scenario, seed {SEED}, generated around the real clock; klaud recover (real \
+         binary, a child process) against the fake GitHub; max-operations 100"
+    );
+    println!(
+        "| latency | reads | writes | wall | peak RSS | swept | needs inspection | refs deleted |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for latency_ms in [0, 100] {
+        let (cost, server, outputs) = standalone_pass(latency_ms);
+        let counts = server.request_counts();
+        println!(
+            "| {latency_ms} ms | {} | {} | {:.2} s | {:.1} MiB | {} | {} | {} |",
+            counts.reads,
+            counts.writes,
+            cost.wall.as_secs_f64(),
+            cost.peak_rss_kib as f64 / 1024.0,
+            output(&outputs, "swept"),
+            output(&outputs, "needs-inspection"),
+            output(&outputs, "refs-deleted"),
+        );
+    }
+}
+
+/// The passes run in this process, with the notes.
+async fn in_process() {
     println!("standard scenario, seed {SEED}; fake GitHub on 127.0.0.1; max-operations 100");
     println!("| pass | latency | reads | writes | wall | what it did | reference design reads |");
     println!("|---|---|---|---|---|---|---|");

@@ -31,7 +31,8 @@ cargo build --release --locked --bin klaud
 wc -c dist/x86_64-unknown-linux-gnu/klaud target/release/klaud | tee "$out/sizes.txt"
 
 section "cold start with the prebuilt binary: action.yml's resolve step, 21 runs"
-# The resolve step's script, taken from action.yml as it stands.
+# The resolve step's script, taken from action.yml as it stands: checksum, version and source
+# fingerprint (scripts/source-fingerprint.sh) of the dist/ binary just built from these sources.
 resolve="$out/resolve.sh"
 sed -n '/^      id: resolve$/,/^    - name: Run klaud$/p' action.yml |
   sed -n '/^      run: |$/,$p' | sed '1d;$d' | sed 's/^        //' > "$resolve"
@@ -55,7 +56,9 @@ cargo bench --locked --bench recover | tee "$out/recover.txt"
 cargo bench --locked --bench select | tee "$out/select.txt"
 cargo bench --locked --bench verify_baselines | tee "$out/verify_baselines.txt"
 
-section "peak RSS of the whole recover bench process (fake GitHub + scenario + every pass; the per-pass figures are in the notes of recover.txt)"
+# recover.txt ends with the standalone figures: the real `klaud recover` as a child process, its
+# own peak RSS (wait4), requests and wall time at 0 and 100 ms.
+section "peak RSS of the whole recover bench process (fake GitHub + scenario + every pass; the in-process pass figures are in the notes of recover.txt)"
 recover_bench="$(ls -t target/release/deps/recover-* | grep -v '\.d$' | head -n 1)"
 /usr/bin/time -v "$recover_bench" --bench 2> "$out/recover-time.txt" > /dev/null
 grep -E 'Maximum resident|Elapsed' "$out/recover-time.txt"

@@ -1,8 +1,11 @@
 //! What every benchmark shares: the standard scenario's sessions (`BENCH-SCENARIO.md`) as
-//! klaud's ledger, with a claim for every live session as `select` would have written it.
+//! klaud's ledger, with a claim for every live session as `select` would have written it, and
+//! (`child`) the wall time and peak RSS of one run of the real binary.
 
 // Each benchmark uses part of it.
 #![allow(dead_code)]
+
+pub mod child;
 
 use chrono::{DateTime, TimeZone, Utc};
 use klaud::core::ledger::{Claim, Ledger, Session, SessionState};
