@@ -41,7 +41,7 @@ fn build_klaud() -> Result<PathBuf, String> {
         .ok_or("the demo does not run from a cargo target directory")?;
     let mut cargo = Command::new(env!("CARGO"));
     cargo
-        .args(["build", "--quiet", "--bin", "klaud", "--manifest-path"])
+        .args(["build", "--bin", "klaud", "--manifest-path"])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir);
@@ -54,6 +54,7 @@ fn build_klaud() -> Result<PathBuf, String> {
             cargo.args(["--profile", other]);
         }
     }
+    eprintln!("demo: cargo build --bin klaud (a no-op when it is current)");
     let status = cargo
         .status()
         .map_err(|error| format!("cannot run cargo: {error}"))?;

@@ -1,7 +1,7 @@
 //! The demo wave: a realistic repository seeded into the fake GitHub, then the real `klaud`
 //! binary run step by step the way the reference workflows run it — recover → select → one
 //! simulated agent session per claimed candidate → finish → wake on an ended smoke run → the
-//! recovery pass it dispatched — with a short account of what klaud decided (its result files
+//! recovery pass it dispatched → status — with a short account of what klaud decided (its result files
 //! and outputs) and what it did (its writes in the fake's request log) after every step.
 //!
 //! `cargo run --example demo` prints the account; `tests/demo.rs` runs the same wave and checks
@@ -31,7 +31,9 @@ const REPOSITORY: &str = "acme/bench";
 /// The cap on concurrent sessions the wave runs with.
 const MAX_CANDIDATES: u32 = 4;
 
-/// The candidates of this wave and their families, in candidates-file order.
+// The candidates: the abandoned draft's (not in the candidates file), the maintainer-closed
+// session's and another of its family, one cooling down, one handed off, four to be claimed and
+// one over the cap.
 pub const ABANDONED: &str = "llama70b-h200";
 pub const CLOSED_BY_MAINTAINER: &str = "dsr1-h100";
 pub const SAME_FAMILY: &str = "dsr1-h100-mtp";
