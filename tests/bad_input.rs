@@ -81,6 +81,11 @@ type Change = fn(&mut Invocation);
 
 const ROWS: &[(&str, &str, Change)] = &[
     ("(none)", "no mode", |run| run.mode = None),
+    (
+        "(none)",
+        "`mode` empty (what the action passes for an empty input)",
+        |run| run.mode = Some(String::new()),
+    ),
     ("(none)", "unknown mode `frob`", |run| {
         run.mode = Some("frob".into())
     }),
