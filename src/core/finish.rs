@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::ledger::{Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
-use super::ownership::{CommitOwnership, commit_ownership};
+use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
 use super::plan::{Action, status_label_action};
 use super::policy::Policy;
 use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
@@ -204,10 +204,7 @@ pub fn decide(
     if let Some(run) = runs.iter().find(|run| {
         run.workflow == policy.sweep_workflow
             && run.created_at > session.started_at
-            && [&run.actor, &run.triggering_actor]
-                .into_iter()
-                .flatten()
-                .any(|login| login != &policy.bot)
+            && started_by_someone_else(run, &policy.bot).is_some()
     }) {
         return left_alone(
             plan,

@@ -3,7 +3,7 @@
 //! the bot's and the listing whole and ending at the head; a commit by anyone else below a bot
 //! head is a maintainer's touch.
 
-use super::snapshot::CommitsFact;
+use super::snapshot::{CommitsFact, RunFact};
 
 /// What a pull request's commits say about who owns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +74,19 @@ pub fn commit_ownership(
     }
 }
 
+/// Who, other than the bot, started `run` or ran its latest attempt; `None` when the run is the
+/// bot's. The account that started it must be the bot: one GitHub does not name is not provably
+/// the bot (the same reading as a commit by an unknown author). The account that ran the
+/// latest attempt, when GitHub names one, must be the bot too.
+pub fn started_by_someone_else(run: &RunFact, bot: &str) -> Option<String> {
+    match (&run.actor, &run.triggering_actor) {
+        (None, _) => Some("an unknown account".into()),
+        (Some(actor), _) if actor != bot => Some(actor.clone()),
+        (_, Some(triggering)) if triggering != bot => Some(triggering.clone()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +125,55 @@ mod tests {
                 login: "ada".into()
             }
         );
+    }
+
+    fn sweep(actor: Option<&str>, triggering_actor: Option<&str>) -> RunFact {
+        let at = chrono::DateTime::UNIX_EPOCH;
+        RunFact {
+            id: 60,
+            workflow: "run-sweep.yml".into(),
+            head_branch: Some("klaud/auto-a".into()),
+            head_sha: "b".into(),
+            title: None,
+            actor: actor.map(str::to_string),
+            triggering_actor: triggering_actor.map(str::to_string),
+            active: false,
+            conclusion: Some("success".into()),
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    #[test]
+    fn a_run_is_the_bots_only_when_the_bot_started_it() {
+        assert_eq!(
+            started_by_someone_else(&sweep(Some("bot"), Some("bot")), "bot"),
+            None
+        );
+        // GitHub leaves `triggering_actor` out of older runs.
+        assert_eq!(
+            started_by_someone_else(&sweep(Some("bot"), None), "bot"),
+            None
+        );
+        assert_eq!(
+            started_by_someone_else(&sweep(Some("ada"), Some("bot")), "bot").as_deref(),
+            Some("ada")
+        );
+        assert_eq!(
+            started_by_someone_else(&sweep(Some("bot"), Some("ada")), "bot").as_deref(),
+            Some("ada")
+        );
+    }
+
+    #[test]
+    fn a_run_started_by_an_account_github_does_not_name_is_not_the_bots() {
+        // Found by the recovery property test: a sweep whose actor is unknown and whose latest
+        // attempt the bot ran was read as the bot's, and its pull request swept.
+        assert_eq!(
+            started_by_someone_else(&sweep(None, Some("bot")), "bot").as_deref(),
+            Some("an unknown account")
+        );
+        assert!(started_by_someone_else(&sweep(None, None), "bot").is_some());
     }
 
     #[test]

@@ -35,6 +35,9 @@ fn name() -> impl Strategy<Value = String> {
 }
 
 proptest! {
+    // The layout has no place for a regressions directory: a failure prints its shrunk case,
+    // which becomes a unit test.
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn reading_an_outcome_name_is_total_exact_and_idempotent(text in name()) {
         let known = known_names();

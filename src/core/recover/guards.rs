@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Decider, Seen};
-use crate::core::ownership::{CommitOwnership, commit_ownership};
+use crate::core::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
 use crate::core::plan::Action;
 use crate::core::snapshot::PullRequestFact;
 
@@ -118,22 +118,10 @@ pub(super) fn maintainer_sweep(
             .items
             .iter()
             .filter(|run| run.created_at > since)
-            .find(|run| {
-                [&run.actor, &run.triggering_actor]
-                    .into_iter()
-                    .flatten()
-                    .any(|login| login != &bot)
-            })
-            .map(|run| {
-                let login = [&run.actor, &run.triggering_actor]
-                    .into_iter()
-                    .flatten()
-                    .find(|login| *login != &bot)
-                    .cloned()
-                    .unwrap_or_default();
+            .find_map(|run| started_by_someone_else(run, &bot).map(|login| (run.id, login)))
+            .map(|(id, login)| {
                 format!(
-                    "sweep run {} on {branch} was started by {login} after {since_what}: a maintainer is acting",
-                    run.id
+                    "sweep run {id} on {branch} was started by {login} after {since_what}: a maintainer is acting"
                 )
             })),
     }

@@ -53,17 +53,19 @@ enum Fact {
 
 fn fact() -> impl Strategy<Value = Fact> {
     let candidate = 0..IDS;
+    // Finished sessions are the most common fact, mostly recent and mostly with an agent that
+    // ran, so that cooldowns (a month at most) are often still running.
     prop_oneof![
-        (candidate.clone(), any::<bool>())
+        2 => (candidate.clone(), any::<bool>())
             .prop_map(|(candidate, ours)| Fact::Claim { candidate, ours }),
-        candidate
+        1 => candidate
             .clone()
             .prop_map(|candidate| Fact::Parked { candidate }),
-        (
+        4 => (
             candidate.clone(),
             0..Outcome::ALL.len(),
-            0i64..2_000,
-            any::<bool>()
+            0i64..1_000,
+            proptest::bool::weighted(0.85)
         )
             .prop_map(
                 |(candidate, outcome, hours_ago, agent_ran)| Fact::Finished {
@@ -73,15 +75,15 @@ fn fact() -> impl Strategy<Value = Fact> {
                     agent_ran,
                 }
             ),
-        (candidate.clone(), 1u64..500, any::<bool>()).prop_map(|(candidate, number, from_fork)| {
+        2 => (candidate.clone(), 1u64..500, any::<bool>()).prop_map(|(candidate, number, from_fork)| {
             Fact::PullRequest {
                 candidate,
                 number,
                 from_fork,
             }
         }),
-        (1u64..500).prop_map(|number| Fact::OtherPullRequest { number }),
-        candidate.prop_map(|candidate| Fact::Branch { candidate }),
+        1 => (1u64..500).prop_map(|number| Fact::OtherPullRequest { number }),
+        1 => candidate.prop_map(|candidate| Fact::Branch { candidate }),
     ]
 }
 
@@ -332,6 +334,13 @@ fn occupied_or_cooling(
 }
 
 proptest! {
+    // The layout has no place for a regressions directory: a failure prints its shrunk case,
+    // which becomes a unit test.
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn the_selection_respects_the_cap_occupancy_cooldowns_and_families(recipe in recipe()) {
         let world = recipe.build();
