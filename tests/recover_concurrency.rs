@@ -1,11 +1,14 @@
 //! Two `klaud recover` passes at once (contract §7): with 4 live and 3 parked sessions under a
 //! cap of 5, at most 5 are live afterwards, one parked session is started exactly once, only
-//! one pass holds the recovery lease, and the abandoned draft is closed exactly once.
+//! one pass holds the recovery lease, and the abandoned draft is closed exactly once; the
+//! invariant checker (`invariants/`) compares the states before and after each round.
 
 #![allow(clippy::disallowed_methods)] // tests start processes
 
 #[path = "fake_github/mod.rs"]
 mod fake_github;
+#[path = "invariants/mod.rs"]
+mod invariants;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 
@@ -45,6 +48,7 @@ fn two_passes_at_once_never_exceed_the_cap_and_never_double_close() {
         let (world, parked, abandoned, [first_run, second_run]) =
             world_with_four_live_and_three_parked();
         let server = world.start();
+        let before = server.state();
         server.set_faults(FaultConfig {
             seed: round,
             latency_ms: 30,
@@ -68,6 +72,10 @@ fn two_passes_at_once_never_exceed_the_cap_and_never_double_close() {
             assert!(child.wait().unwrap().success(), "round {round}");
         }
 
+        invariants::assert_none(
+            &format!("round {round}"),
+            &invariants::check(&invariants::Rules::new(BOT, 5), &before, &server.state()),
+        );
         let ledger = recover_support::stored_ledger(&server);
         let live: Vec<&str> = ledger
             .sessions

@@ -70,6 +70,7 @@ pub fn connect(
     let mut settings = GitHubSettings::new(&api_url, &graphql_url, &token, &repository);
     settings.max_reads = arguments.max_reads;
     settings.max_writes = arguments.max_operations;
+    settings.retry = context.retry.clone();
     let client = GitHubClient::new(&settings)
         .map_err(|message| StepError::bad_input("GITHUB_REPOSITORY", message))?;
     let label_client = match arguments.label_token.as_deref().filter(|t| !t.is_empty()) {

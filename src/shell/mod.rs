@@ -100,6 +100,7 @@ fn build_context(
         max_candidates,
         github_token,
         environment,
+        retry: crate::adapters::github::transport::RetryPolicy::default(),
     })
 }
 

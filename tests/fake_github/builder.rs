@@ -179,6 +179,7 @@ impl RepoState {
             dispatches: Vec::new(),
             dispatched_run_listing_lag: 0,
             unlisted_runs: BTreeMap::new(),
+            deleted_refs: Vec::new(),
             next_ids: NextIds::default(),
         };
         let root = state.add_commit(

@@ -36,6 +36,6 @@ pub use clock::Timestamp;
 pub use faults::{FaultConfig, FaultRule, FaultTiming, RateLimitConfig};
 pub use server::{FakeGitHub, FakeGitHubHandle, InjectedFault, LoggedRequest, RequestCounts};
 pub use state::{
-    Commit, Dispatch, GitIdentity, IssueComment, Job, Label, PullRequest, PullState, RepoState,
-    Workflow, WorkflowRun,
+    Commit, DeletedRef, Dispatch, GitIdentity, IssueComment, Job, Label, PullRequest, PullState,
+    RepoState, Workflow, WorkflowRun,
 };

@@ -21,7 +21,7 @@ use super::prng::user_id;
 use super::render;
 use super::routes_pulls::Params;
 use super::server::{RequestContext, Shared};
-use super::state::{GitIdentity, RepoState};
+use super::state::{DeletedRef, GitIdentity, RepoState};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
@@ -182,15 +182,24 @@ async fn update_ref(
     ))
 }
 
-async fn delete_ref(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
+async fn delete_ref(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    Path(params): Params,
+) -> ApiResult {
     let name = full_ref(&params);
     let mut state = shared.repo();
-    if state.refs.remove(&name).is_none() {
+    let Some(sha) = state.refs.remove(&name) else {
         return Err(ApiError::unprocessable(
             "Reference does not exist",
             docs::DELETE_REF,
         ));
-    }
+    };
+    state.deleted_refs.push(DeletedRef {
+        name,
+        sha,
+        by: context.login,
+    });
     Ok(empty_response(204))
 }
 

@@ -49,6 +49,9 @@ pub struct RepoState {
     /// Run id → run listings that still leave the run out.
     #[serde(default)]
     pub unlisted_runs: BTreeMap<u64, u64>,
+    /// Every ref deleted through the API, in order, with the commit it pointed at then.
+    #[serde(default)]
+    pub deleted_refs: Vec<DeletedRef>,
     pub next_ids: NextIds,
 }
 
@@ -212,6 +215,15 @@ pub struct Job {
     pub started_at: Timestamp,
     pub completed_at: Option<Timestamp>,
     pub runner_name: Option<String>,
+}
+
+/// A ref `DELETE /git/refs/…` removed, and where it pointed when it was removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedRef {
+    /// Full ref name (`refs/heads/klaud/auto-x`).
+    pub name: String,
+    pub sha: String,
+    pub by: String,
 }
 
 /// A `workflow_dispatch` the server accepted.

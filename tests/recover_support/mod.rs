@@ -338,6 +338,12 @@ impl Pass {
 
     /// `klaud recover` for this pass against `server`, inside a simulated Actions step.
     pub fn command(&self, server: &FakeGitHubHandle) -> std::process::Command {
+        self.mode_command(server, "recover")
+    }
+
+    /// `klaud <mode>` for this pass against `server`, inside a simulated Actions step, with the
+    /// work directory and configuration of the pass (mode flags go after).
+    pub fn mode_command(&self, server: &FakeGitHubHandle, mode: &str) -> std::process::Command {
         let mut command = hermetic_klaud();
         command
             .env("GITHUB_ACTIONS", "true")
@@ -350,7 +356,7 @@ impl Pass {
             .env("GITHUB_RUN_ATTEMPT", "1")
             .env("GITHUB_TOKEN", BOT_TOKEN)
             .env("KLAUD_LABEL_TOKEN", LABEL_TOKEN)
-            .arg("recover")
+            .arg(mode)
             .arg("--directory")
             .arg(self.path("out"))
             .arg("--config")

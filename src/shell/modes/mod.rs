@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use super::config::Config;
 use super::environment::Environment;
 use super::outputs::Reporter;
+use crate::adapters::github::transport::RetryPolicy;
 use crate::core::policy::Policy;
 
 /// What every mode receives: validated common inputs, the configuration and the reporter.
@@ -35,4 +36,6 @@ pub struct StepContext {
     pub max_candidates: u32,
     /// The bot's token (already masked), if any.
     pub github_token: Option<String>,
+    /// How the step's GitHub clients retry and wait (the default outside tests).
+    pub retry: RetryPolicy,
 }
