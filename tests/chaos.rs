@@ -1,0 +1,873 @@
+//! Seeded chaos (contract §4, §5, §7): each seed builds a random repository — live sessions whose
+//! parent runs or ended, parked sessions, abandoned drafts, pull requests closed by the bot or by
+//! a maintainer, pull requests with a maintainer's commit, handed off or ready, active sweeps,
+//! a maintainer's sweep, legacy lock refs — then runs a random sequence of `recover`, `select`
+//! and `finish` passes. Before each pass a maintainer may push to a bot branch, hand a pull
+//! request off, mark it ready or close it, the bot may push, and a parent run may be killed.
+//! Every pass runs under 10% 5xx answers, 5% secondary rate limits, writes answered 502 after
+//! they took effect, random latency and one listing cut off, and the invariant checker
+//! (`invariants/`) compares the state before and after it: any violation fails with its seed.
+//!
+//! The passes run in process (recover's `run_pass`, select's and finish's `run` with a
+//! `StepContext` whose retries wait milliseconds), several seeds at once. The normal suite runs
+//! 15 seeds; `cargo test --test chaos -- --ignored` runs 200 (`.ci/run` does), and
+//! `KLAUD_CHAOS_SEED=N cargo test --test chaos -- --ignored` replays seed N alone with its log.
+//! The checker's own tests feed it states with each kind of violation.
+
+#![allow(clippy::disallowed_methods)] // the replay seed comes from the environment
+
+#[path = "fake_github/mod.rs"]
+mod fake_github;
+#[path = "invariants/mod.rs"]
+mod invariants;
+#[path = "recover_support/mod.rs"]
+mod recover_support;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use clap::Parser;
+use fake_github::prng::SplitMix64;
+use fake_github::{
+    CommitSpec, FakeGitHubHandle, FaultConfig, FaultRule, PullState, RepoState, RunSpec,
+};
+use invariants::{Rules, Violation, check};
+use klaud::adapters::github::transport::RetryPolicy;
+use klaud::adapters::github::{GitHubClient, GitHubSettings};
+use klaud::core::ledger::{Ledger, SessionState};
+use klaud::core::outcome::Outcome;
+use klaud::shell::cli::{Cli, Mode};
+use klaud::shell::config::Config;
+use klaud::shell::environment::Environment;
+use klaud::shell::github::GitHubConnection;
+use klaud::shell::modes::StepContext;
+use klaud::shell::modes::recover::{INSPECTION_READS_PER_PASS, PassSettings, run_pass};
+use klaud::shell::outputs::Reporter;
+use recover_support::*;
+
+/// Seeds run at once.
+const PARALLEL: usize = 4;
+const REPLAY: &str = "KLAUD_CHAOS_SEED";
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 4,
+        base_delay: Duration::from_millis(2),
+        max_delay: Duration::from_millis(10),
+        secondary_wait_cap: Duration::from_secs(5),
+        secondary_default_wait: Duration::from_millis(5),
+        request_timeout: Duration::from_secs(20),
+    }
+}
+
+/// The kinds of candidate a seed mixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fresh,
+    LiveRunning,
+    LiveEnded,
+    Parked,
+    AbandonedDraft,
+    ClosedByBot,
+    ClosedByMaintainer,
+    MaintainerCommit,
+    Ready,
+    HandedOff,
+    ActiveSweep,
+    MaintainerSweep,
+}
+
+const KINDS: [Kind; 12] = [
+    Kind::Fresh,
+    Kind::LiveRunning,
+    Kind::LiveEnded,
+    Kind::Parked,
+    Kind::AbandonedDraft,
+    Kind::ClosedByBot,
+    Kind::ClosedByMaintainer,
+    Kind::MaintainerCommit,
+    Kind::Ready,
+    Kind::HandedOff,
+    Kind::ActiveSweep,
+    Kind::MaintainerSweep,
+];
+
+impl Kind {
+    fn is_live(self) -> bool {
+        matches!(
+            self,
+            Kind::LiveRunning
+                | Kind::LiveEnded
+                | Kind::MaintainerCommit
+                | Kind::Ready
+                | Kind::HandedOff
+                | Kind::MaintainerSweep
+        )
+    }
+}
+
+/// A seed's repository and what the passes may pick from.
+struct Scenario {
+    cap: u32,
+    candidates: Vec<String>,
+}
+
+fn build(random: &mut SplitMix64) -> (World, Scenario) {
+    let mut world = World::new();
+    let cap = random.range(2, 5) as u32;
+    let count = random.range(5, 10) as usize;
+    let mut kinds = Vec::new();
+    let mut live = 0;
+    for _ in 0..count {
+        let mut kind = *random.pick(&KINDS);
+        if kind.is_live() {
+            if live == cap {
+                kind = *random.pick(&[Kind::Fresh, Kind::AbandonedDraft, Kind::Parked]);
+            } else {
+                live += 1;
+            }
+        }
+        kinds.push(kind);
+    }
+    let candidates: Vec<String> = (0..count).map(|index| format!("k{index}")).collect();
+    let with = |kind: Kind| -> Vec<&str> {
+        candidates
+            .iter()
+            .zip(&kinds)
+            .filter(|(_, k)| **k == kind)
+            .map(|(id, _)| id.as_str())
+            .collect()
+    };
+    let running = world.running_planner(&with(Kind::LiveRunning));
+    let ended_ids: Vec<&str> = candidates
+        .iter()
+        .zip(&kinds)
+        .filter(|(_, kind)| kind.is_live() && **kind != Kind::LiveRunning)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let ended = world.finished_planner(3, &ended_ids);
+    let old = world.finished_planner(30, &[]);
+    for (id, kind) in candidates.iter().zip(&kinds) {
+        let id = id.as_str();
+        match kind {
+            Kind::Fresh => {}
+            Kind::LiveRunning => {
+                let number = world.bot_draft(id);
+                world.session(id, SessionState::Live, running, Some(number));
+                world.claim(id, running);
+                if random.chance(0.5) {
+                    world.smoke(id, BOT, true);
+                }
+            }
+            Kind::LiveEnded => {
+                let number = random.chance(0.7).then(|| world.bot_draft(id));
+                world.session(id, SessionState::Live, ended, number);
+                world.claim(id, ended);
+                if random.chance(0.5) {
+                    world.smoke(id, BOT, true);
+                }
+            }
+            Kind::Parked => {
+                let commits = vec![world.bot_commit(id, 29)];
+                let number = world.bot_pull(id, true, commits, &["klaud-parked"]);
+                world.session(id, SessionState::Parked, old, Some(number));
+            }
+            Kind::AbandonedDraft => {
+                world.bot_draft(id);
+                world.smoke(id, BOT, true);
+            }
+            Kind::ClosedByBot => {
+                let number = world.closed_bot_pull(id, BOT, true);
+                world.session(id, SessionState::Finished, old, Some(number));
+            }
+            Kind::ClosedByMaintainer => {
+                let number = world.closed_bot_pull(id, MAINTAINER, true);
+                world.session(id, SessionState::Finished, old, Some(number));
+            }
+            Kind::MaintainerCommit => {
+                let mut commits = vec![world.bot_commit(id, 9), world.maintainer_commit(id, 8)];
+                if random.chance(0.5) {
+                    commits.reverse();
+                }
+                let number = world.bot_pull(id, true, commits, &["klaud-in-progress"]);
+                world.session(id, SessionState::Live, ended, Some(number));
+                world.claim(id, ended);
+            }
+            Kind::Ready => {
+                let commits = vec![world.bot_commit(id, 9)];
+                let number = world.bot_pull(id, false, commits, &["klaud-in-progress"]);
+                world.session(id, SessionState::Live, ended, Some(number));
+                world.claim(id, ended);
+            }
+            Kind::HandedOff => {
+                let commits = vec![world.bot_commit(id, 9)];
+                let labels = ["klaud-in-progress", "klaud-handoff"];
+                let number = world.bot_pull(id, true, commits, &labels);
+                world.session(id, SessionState::Live, ended, Some(number));
+                world.claim(id, ended);
+            }
+            Kind::ActiveSweep => {
+                world.bot_draft(id);
+                world.sweep(id, BOT, "in_progress", None, 10);
+            }
+            Kind::MaintainerSweep => {
+                let number = world.bot_draft(id);
+                world.session(id, SessionState::Live, ended, Some(number));
+                world.claim(id, ended);
+                world.sweep(id, MAINTAINER, "completed", Some("failure"), 60);
+            }
+        }
+    }
+    for index in 0..random.range(0, 2) {
+        world.lock_ref(&format!("klaud/recovery-{running}-l{index}"));
+        world.lock_ref(&format!("klaud/recovery-{ended}-e{index}"));
+    }
+    (world, Scenario { cap, candidates })
+}
+
+/// A maintainer (or the bot, or the end of a run) acting between passes; returns what happened.
+fn act(random: &mut SplitMix64, state: &mut RepoState) -> Option<String> {
+    let open_bot_pulls: Vec<u64> = state
+        .pulls
+        .values()
+        .filter(|pull| pull.author == BOT && pull.state == PullState::Open)
+        .map(|pull| pull.number)
+        .collect();
+    let running_parents: Vec<u64> = state
+        .runs
+        .values()
+        .filter(|run| run.name == "klaud-plan" && run.status != "completed")
+        .map(|run| run.id)
+        .collect();
+    let now = state.now();
+    match random.range(0, 5) {
+        0 if !open_bot_pulls.is_empty() => {
+            let number = *random.pick(&open_bot_pulls);
+            let branch = state.pulls[&number].head_ref.clone();
+            state.push_commits(
+                &branch,
+                vec![
+                    CommitSpec::by(MAINTAINER)
+                        .message("maintainer fix-up")
+                        .file(
+                            "configs/fix.yaml",
+                            &format!("fixed: {}\n", random.next_u64()),
+                        )
+                        .at(now),
+                ],
+            );
+            Some(format!("maintainer pushed to #{number}"))
+        }
+        1 if !open_bot_pulls.is_empty() => {
+            let number = *random.pick(&open_bot_pulls);
+            state.add_label_to_issue(number, "klaud-handoff");
+            Some(format!("maintainer handed #{number} off"))
+        }
+        2 if !open_bot_pulls.is_empty() => {
+            let number = *random.pick(&open_bot_pulls);
+            state.pulls.get_mut(&number).unwrap().draft = false;
+            Some(format!("maintainer marked #{number} ready"))
+        }
+        3 if !open_bot_pulls.is_empty() => {
+            let number = *random.pick(&open_bot_pulls);
+            let pull = state.pulls.get_mut(&number).unwrap();
+            pull.state = PullState::Closed;
+            pull.closed_by = Some(MAINTAINER.into());
+            pull.closed_at = Some(now);
+            pull.updated_at = now;
+            Some(format!("maintainer closed #{number}"))
+        }
+        4 if !running_parents.is_empty() => {
+            let run = *random.pick(&running_parents);
+            state.set_run_status(run, "completed", Some("cancelled"));
+            Some(format!("parent run {run} killed"))
+        }
+        _ if !open_bot_pulls.is_empty() => {
+            let number = *random.pick(&open_bot_pulls);
+            let branch = state.pulls[&number].head_ref.clone();
+            state.push_commits(
+                &branch,
+                vec![
+                    CommitSpec::by(BOT)
+                        .message("klaud: retune")
+                        .file("configs/tuned.yaml", &format!("t: {}\n", random.next_u64()))
+                        .at(now),
+                ],
+            );
+            Some(format!("the bot pushed to #{number}"))
+        }
+        _ => None,
+    }
+}
+
+/// The listing cut off in one pass: the `nth` request to it and the ones after fail.
+fn cut_off(random: &mut SplitMix64) -> FaultRule {
+    let listings = [
+        "/repos/acme/bench/pulls",
+        "/repos/acme/bench/actions/runs",
+        "/repos/acme/bench/git/matching-refs/*",
+        "/repos/acme/bench/actions/runs/*/jobs",
+        "/repos/acme/bench/actions/workflows/*/runs",
+        "/repos/acme/bench/pulls/*/commits",
+    ];
+    let path = *random.pick(&listings);
+    let times = *random.pick(&[4, 50]);
+    FaultRule::nth("GET", path, random.range(1, 3), 502).times(times)
+}
+
+fn faults(seed: u64, random: &mut SplitMix64) -> FaultConfig {
+    FaultConfig {
+        seed,
+        server_error_rate: 0.10,
+        secondary_rate_limit_rate: 0.05,
+        secondary_rate_limit_status: *random.pick(&[403, 429]),
+        retry_after_seconds: 0,
+        server_error_after_write_rate: 0.05,
+        latency_ms: 0,
+        latency_jitter_ms: random.range(0, 4),
+        rules: vec![cut_off(random)],
+    }
+}
+
+fn planner_run(state: &mut RepoState) -> u64 {
+    let now = state.now();
+    state.add_run(RunSpec {
+        workflow: PLANNER.into(),
+        head_branch: Some("main".into()),
+        event: "schedule".into(),
+        status: "in_progress".into(),
+        conclusion: None,
+        actor: Some(MAINTAINER.into()),
+        created_at: Some(now),
+        ..RunSpec::default()
+    })
+}
+
+fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
+    let mut settings = GitHubSettings::new(
+        &server.base_url(),
+        &server.graphql_url(),
+        BOT_TOKEN,
+        "acme/bench",
+    );
+    settings.retry = fast_retries();
+    let client = GitHubClient::new(&settings).unwrap();
+    let label_client = client.with_token(LABEL_TOKEN).unwrap();
+    GitHubConnection {
+        client,
+        label_client,
+        max_operations: settings.max_writes,
+        max_reads: settings.max_reads,
+    }
+}
+
+/// `klaud select` or `klaud finish` in process, as run `run_id`, with `arguments` after the mode.
+async fn step(
+    server: &FakeGitHubHandle,
+    run_id: u64,
+    cap: u32,
+    arguments: &[String],
+) -> Result<(), String> {
+    let directory = tempfile::tempdir().unwrap();
+    let mut command = vec!["klaud".to_string()];
+    command.extend(
+        arguments
+            .iter()
+            .map(|argument| argument.replace("{dir}", &directory.path().display().to_string())),
+    );
+    command.extend(["--label-token".into(), LABEL_TOKEN.into()]);
+    let cli = Cli::try_parse_from(&command).map_err(|error| error.to_string())?;
+    let environment = Environment {
+        github_repository: Some("acme/bench".into()),
+        github_run_id: Some(run_id.to_string()),
+        github_run_attempt: Some("1".into()),
+        github_api_url: Some(server.base_url()),
+        github_graphql_url: Some(server.graphql_url()),
+        github_token: Some(BOT_TOKEN.into()),
+        ..Environment::default()
+    };
+    let config = Config {
+        bot: BOT.into(),
+        ..Config::default()
+    };
+    let context = StepContext {
+        reporter: Reporter::new(&environment),
+        policy: config.policy(cap, 1.0),
+        config,
+        directory: directory.path().join("out"),
+        dry_run: false,
+        cooldown_days: 1.0,
+        max_candidates: cap,
+        github_token: Some(BOT_TOKEN.into()),
+        environment,
+        retry: fast_retries(),
+    };
+    let result = match &cli.mode {
+        Mode::Select(arguments) => klaud::shell::modes::select::run(&context, arguments).await,
+        Mode::Finish(arguments) => klaud::shell::modes::finish::run(&context, arguments).await,
+        other => panic!("not a chaos mode: {other:?}"),
+    };
+    result.map_err(|error| error.to_string())
+}
+
+fn ledger_of(state: &RepoState) -> Ledger {
+    state
+        .read_file(STATE_BRANCH, LEDGER_FILE)
+        .and_then(|text| Ledger::from_json(&text).ok())
+        .unwrap_or_default()
+}
+
+/// What one seed did.
+#[derive(Default)]
+struct Tally {
+    passes: usize,
+    failed: usize,
+    closed: usize,
+    deleted: usize,
+    claimed: usize,
+    finished: usize,
+}
+
+/// One seed: the repository, then its passes with the invariants checked around each.
+async fn scenario(seed: u64, verbose: bool) -> Result<Tally, String> {
+    let mut random = SplitMix64::new(seed);
+    let (world, scenario) = build(&mut random);
+    let server = world.start();
+    let rules = Rules::new(BOT, scenario.cap as usize);
+    let mut tally = Tally::default();
+    let mut log = Vec::new();
+    for pass in 0..random.range(3, 6) {
+        for _ in 0..random.range(0, 2) {
+            if let Some(action) = server.with_state(|state| act(&mut random, state)) {
+                log.push(action);
+            }
+        }
+        let before = server.state();
+        let ledger = ledger_of(&before);
+        let open: Vec<String> = ledger
+            .sessions
+            .iter()
+            .filter(|session| session.state != SessionState::Finished)
+            .map(|session| session.candidate.clone())
+            .collect();
+        let mode = match random.range(0, 9) {
+            0..=3 => "recover",
+            4..=6 => "select",
+            _ if open.is_empty() => "recover",
+            _ => "finish",
+        };
+        let own_run = server.with_state(planner_run);
+        server.set_faults(faults(seed.wrapping_mul(1_000) + pass, &mut random));
+        let outcome = match mode {
+            "recover" => {
+                let policy = Config {
+                    bot: BOT.into(),
+                    ..Config::default()
+                }
+                .policy(scenario.cap, 1.0);
+                let settings = PassSettings {
+                    own_run,
+                    now: Utc::now(),
+                    dry_run: false,
+                    inspection_reads: INSPECTION_READS_PER_PASS,
+                };
+                run_pass(&connection(&server), &policy, &settings)
+                    .await
+                    .map(|report| {
+                        format!(
+                            "swept {:?}, reconciled {:?}, resumed {:?}",
+                            report.candidates_with(klaud::core::recover::Verdict::Swept),
+                            report.candidates_with(klaud::core::recover::Verdict::Reconciled),
+                            report.applied.resumed
+                        )
+                    })
+            }
+            "select" => {
+                let mut wanted = scenario.candidates.clone();
+                random.shuffle(&mut wanted);
+                wanted.truncate(random.range(1, wanted.len() as u64) as usize);
+                let list: Vec<serde_json::Value> = wanted
+                    .iter()
+                    .map(|id| serde_json::json!({"id": id, "family": family(id)}))
+                    .collect();
+                let file = tempfile::NamedTempFile::new().unwrap();
+                std::fs::write(file.path(), serde_json::to_string(&list).unwrap()).unwrap();
+                let arguments = [
+                    "select".to_string(),
+                    "--candidates".into(),
+                    file.path().display().to_string(),
+                    "--directory".into(),
+                    "{dir}".into(),
+                ];
+                step(&server, own_run, scenario.cap, &arguments)
+                    .await
+                    .map(|()| format!("wanted {wanted:?}"))
+            }
+            _ => {
+                let candidate = random.pick(&open).clone();
+                let outcome = random.pick(&Outcome::ALL).name();
+                let agent = *random.pick(&["success", "success", "failure", "skipped"]);
+                let mut arguments = vec![
+                    "finish".to_string(),
+                    "--candidate".into(),
+                    candidate.clone(),
+                    "--outcome".into(),
+                    outcome.into(),
+                    "--agent-outcome".into(),
+                    agent.into(),
+                    "--cancel-wait".into(),
+                    "0".into(),
+                    "--directory".into(),
+                    "{dir}".into(),
+                ];
+                if random.chance(0.1) {
+                    arguments.push("--park".into());
+                }
+                step(&server, own_run, scenario.cap, &arguments)
+                    .await
+                    .map(|()| format!("{candidate}: {outcome} ({agent})"))
+            }
+        };
+        server.set_faults(FaultConfig::default());
+        let after = server.state();
+        let violations: Vec<Violation> = check(&rules, &before, &after);
+        tally.passes += 1;
+        tally.failed += usize::from(outcome.is_err());
+        tally.closed += before
+            .pulls
+            .values()
+            .filter(|pull| {
+                pull.state == PullState::Open
+                    && after.pulls[&pull.number].state == PullState::Closed
+            })
+            .count();
+        tally.deleted += after.deleted_refs.len() - before.deleted_refs.len();
+        let (ledger_before, ledger_after) = (ledger, ledger_of(&after));
+        let count = |ledger: &Ledger, state: SessionState| {
+            ledger.sessions.iter().filter(|s| s.state == state).count()
+        };
+        tally.claimed += ledger_after
+            .claims
+            .len()
+            .saturating_sub(ledger_before.claims.len());
+        tally.finished += count(&ledger_after, SessionState::Finished)
+            .saturating_sub(count(&ledger_before, SessionState::Finished));
+        log.push(format!(
+            "pass {pass}: {mode} as run {own_run}: {}",
+            match &outcome {
+                Ok(text) => format!("ok, {text}"),
+                Err(error) => format!("failed: {error}"),
+            }
+        ));
+        if mode != "select" {
+            // The pass's run ends with it; a select run lives on as its sessions' parent.
+            server.with_state(|state| state.set_run_status(own_run, "completed", Some("success")));
+        }
+        if !violations.is_empty() {
+            let listed: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            let requests: Vec<String> = server
+                .request_log()
+                .iter()
+                .filter(|request| request.is_write() || request.fault.is_some())
+                .map(|request| {
+                    format!(
+                        "{} {} → {}{}",
+                        request.method,
+                        request.path,
+                        request.status,
+                        if request.fault.is_some() {
+                            " (injected)"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "seed {seed} (replay: {REPLAY}={seed} cargo test --test chaos -- --ignored): \
+                 pass {pass} ({mode}) broke {} invariant(s):\n  {}\nhistory:\n  {}\n\
+                 writes and injected faults:\n  {}",
+                violations.len(),
+                listed.join("\n  "),
+                log.join("\n  "),
+                requests.join("\n  ")
+            ));
+        }
+        server.clear_request_log();
+    }
+    if verbose {
+        println!("seed {seed}, cap {}:\n  {}", scenario.cap, log.join("\n  "));
+    }
+    Ok(tally)
+}
+
+fn seeds(seeds: Vec<u64>, verbose: bool) {
+    let started = Instant::now();
+    let count = seeds.len();
+    let queue = Mutex::new(seeds);
+    let results: Mutex<Vec<Result<Tally, String>>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL {
+            scope.spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                loop {
+                    let Some(seed) = queue.lock().unwrap().pop() else {
+                        break;
+                    };
+                    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        runtime.block_on(scenario(seed, verbose))
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(format!(
+                            "seed {seed} (replay: {REPLAY}={seed} cargo test --test chaos -- \
+                             --ignored) panicked"
+                        ))
+                    });
+                    results.lock().unwrap().push(result);
+                }
+            });
+        }
+    });
+    let mut total = Tally::default();
+    let mut failures = Vec::new();
+    for result in results.into_inner().unwrap() {
+        match result {
+            Ok(tally) => {
+                total.passes += tally.passes;
+                total.failed += tally.failed;
+                total.closed += tally.closed;
+                total.deleted += tally.deleted;
+                total.claimed += tally.claimed;
+                total.finished += tally.finished;
+            }
+            Err(message) => failures.push(message),
+        }
+    }
+    eprintln!(
+        "{count} seeds, {} passes ({} ended in an error) in {:.1} s: {} pull requests closed, \
+         {} refs deleted, {} claims taken, {} sessions finished, {} seeds with violations",
+        total.passes,
+        total.failed,
+        started.elapsed().as_secs_f64(),
+        total.closed,
+        total.deleted,
+        total.claimed,
+        total.finished,
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    if count > 1 {
+        assert!(
+            total.closed > 0 && total.deleted > 0 && total.claimed > 0 && total.finished > 0,
+            "the passes did their work despite the faults"
+        );
+    }
+}
+
+#[test]
+fn fifteen_chaos_seeds_break_no_invariant() {
+    seeds((0..15).collect(), false);
+}
+
+#[test]
+#[ignore = "200 seeds; run with --ignored (.ci/run does); KLAUD_CHAOS_SEED=N replays one"]
+fn two_hundred_chaos_seeds_break_no_invariant() {
+    match std::env::var(REPLAY) {
+        Ok(seed) => {
+            let seed = seed.trim().parse().expect("KLAUD_CHAOS_SEED is a number");
+            seeds(vec![seed], true);
+        }
+        Err(_) => seeds((0..200).collect(), false),
+    }
+}
+
+// The checker itself: each kind of violation, fed to it, is reported.
+
+fn checked_world() -> (World, u64, u64, u64) {
+    let mut world = World::new();
+    let ended = world.finished_planner(3, &["a", "b"]);
+    let commits = vec![world.bot_commit("a", 9), world.maintainer_commit("a", 8)];
+    let touched = world.bot_pull("a", true, commits, &["klaud-in-progress"]);
+    let commits = vec![world.bot_commit("b", 9)];
+    let ready = world.bot_pull("b", false, commits, &["klaud-in-progress"]);
+    let closed = world.closed_bot_pull("c", MAINTAINER, true);
+    world.session("a", SessionState::Live, ended, Some(touched));
+    world.claim("a", ended);
+    (world, touched, ready, closed)
+}
+
+fn rules() -> Rules {
+    Rules::new(BOT, 2)
+}
+
+#[test]
+fn the_checker_passes_an_untouched_state() {
+    let (world, ..) = checked_world();
+    let server = world.start();
+    let state = server.state();
+    assert_eq!(check(&rules(), &state, &state), Vec::<Violation>::new());
+}
+
+#[test]
+fn the_checker_reports_protected_pull_requests_closed_or_redrafted() {
+    let (world, touched, ready, _) = checked_world();
+    let server = world.start();
+    let before = server.state();
+    let mut after = before.clone();
+    after.pulls.get_mut(&touched).unwrap().state = PullState::Closed;
+    after.pulls.get_mut(&ready).unwrap().draft = true;
+    let violations = check(&rules(), &before, &after);
+    assert!(
+        matches!(&violations[..], [
+            Violation::ProtectedPullClosed { number: a, why },
+            Violation::ProtectedPullRedrafted { number: b, .. },
+        ] if *a == touched && why.contains("not the bot's") && *b == ready),
+        "{violations:?}"
+    );
+    let mut handed_off = before.clone();
+    handed_off.add_label_to_issue(ready, "klaud-handoff");
+    let mut after = handed_off.clone();
+    after.pulls.get_mut(&ready).unwrap().state = PullState::Closed;
+    assert_eq!(
+        check(&rules(), &handed_off, &after),
+        [Violation::ProtectedPullClosed {
+            number: ready,
+            why: "handed off".into()
+        }]
+    );
+}
+
+#[test]
+fn the_checker_reports_deleted_branches_of_maintainers_and_moved_refs() {
+    let (world, ..) = checked_world();
+    let server = world.start();
+    let before = server.state();
+    let mut after = before.clone();
+    after.delete_branch(&branch("a"));
+    after.delete_branch(&branch("c"));
+    let violations = check(&rules(), &before, &after);
+    assert!(
+        violations.iter().any(|violation| matches!(violation,
+            Violation::ForeignBranchDeleted { branch: name, .. } if *name == branch("a"))),
+        "{violations:?}"
+    );
+    assert!(
+        violations.iter().any(|violation| matches!(violation,
+            Violation::MaintainerClosedBranchDeleted { branch: name, .. } if *name == branch("c"))),
+        "{violations:?}"
+    );
+    // The bot's branch "b", deleted over the API after it moved since it was checked.
+    let moved = server.with_state(|state| {
+        state.push_commits(&branch("b"), vec![state_bot_commit()]);
+        state.branch_sha(&branch("b")).unwrap().to_string()
+    });
+    let response = bot_api::delete_ref(&server, &format!("heads/{}", branch("b")));
+    assert_eq!(response, 204);
+    let violations = check(&rules(), &before, &server.state());
+    assert_eq!(
+        violations,
+        [Violation::MovedRefDeleted {
+            name: format!("refs/heads/{}", branch("b")),
+            checked: before.branch_sha(&branch("b")).map(str::to_string),
+            deleted: moved,
+        }]
+    );
+}
+
+fn state_bot_commit() -> CommitSpec {
+    CommitSpec::by(BOT)
+        .message("klaud: retune")
+        .file("configs/b2.yaml", "b: 2\n")
+}
+
+/// A `DELETE /git/refs/{name}` as the bot, from a plain thread.
+mod bot_api {
+    pub fn delete_ref(server: &super::FakeGitHubHandle, name: &str) -> u16 {
+        let url = format!("{}/repos/acme/bench/git/refs/{name}", server.base_url());
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    runtime.block_on(async {
+                        ::reqwest::Client::new()
+                            .delete(&url)
+                            .bearer_auth(super::BOT_TOKEN)
+                            .send()
+                            .await
+                            .unwrap()
+                            .status()
+                            .as_u16()
+                    })
+                })
+                .join()
+                .unwrap()
+        })
+    }
+}
+
+#[test]
+fn the_checker_reports_a_broken_ledger() {
+    let (world, ..) = checked_world();
+    let server = world.start();
+    let before = server.state();
+    let ledger = ledger_of(&before);
+    // Over the cap, a family claimed twice, a claim without a session, two open sessions.
+    let mut broken = ledger.clone();
+    for candidate in ["x", "y"] {
+        broken
+            .claim_family(candidate, &family(candidate), 7, Utc::now())
+            .unwrap();
+    }
+    let mut stray = broken.claims[0].clone();
+    stray.candidate = "nobody".into();
+    broken.claims.push(stray);
+    let mut twin = broken.sessions[0].clone();
+    twin.candidate = "twin".into();
+    broken.sessions.push(twin);
+    let mut after = before.clone();
+    after.put_file(STATE_BRANCH, LEDGER_FILE, &broken.to_json());
+    let violations = check(&rules(), &before, &after);
+    let family_a = family("a");
+    for expected in [
+        Violation::OverCap { live: 4, cap: 2 },
+        Violation::DoubleClaim {
+            family: family_a.clone(),
+        },
+        Violation::OrphanClaim {
+            candidate: "nobody".into(),
+            family: family_a.clone(),
+            parent_run: broken.claims[0].parent_run,
+        },
+        Violation::TwoOpenSessions { family: family_a },
+    ] {
+        assert!(violations.contains(&expected), "{expected}: {violations:?}");
+    }
+    // Text that is no ledger, a document the schema refuses, and a ledger deleted.
+    let mut after = before.clone();
+    after.put_file(STATE_BRANCH, LEDGER_FILE, "{not json");
+    assert!(matches!(
+        &check(&rules(), &before, &after)[..],
+        [Violation::LedgerUnreadable(_)]
+    ));
+    let mut after = before.clone();
+    let text = ledger
+        .to_json()
+        .replace("\"version\": 1", "\"version\": \"one\"");
+    after.put_file(STATE_BRANCH, LEDGER_FILE, &text);
+    let violations = check(&rules(), &before, &after);
+    assert!(
+        matches!(&violations[0], Violation::LedgerSchema(errors) if !errors.is_empty()),
+        "{violations:?}"
+    );
+    let mut after = before.clone();
+    after.delete_branch(STATE_BRANCH);
+    assert_eq!(check(&rules(), &before, &after), [Violation::LedgerLost]);
+}
