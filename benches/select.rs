@@ -12,10 +12,11 @@
 mod fake_github;
 mod support;
 
+use support::child;
 use support::ledger_of;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use chrono::Utc;
 
@@ -46,21 +47,14 @@ struct PassCost {
     selected: String,
 }
 
-/// The argument that makes this program the small intermediary measuring one child.
-const MEASURE_CHILD: &str = "--measure-child";
-
 fn run_pass(server: &FakeGitHubHandle, candidates: &str, cap: u32) -> PassCost {
     let work = tempfile::tempdir().expect("a temporary directory");
     let candidates_file = work.path().join("candidates.json");
     std::fs::write(&candidates_file, candidates).expect("candidates written");
     let output_file = work.path().join("github-output");
-    // A child's peak RSS includes the memory of the process it was spawned from (Linux records
-    // it at exec), and this process holds the whole scenario; a freshly started copy of this
-    // program, small, spawns klaud and reports its figures instead.
-    let mut command = Command::new(std::env::current_exe().expect("the bench program"));
+    // klaud's own peak RSS, measured by a small fresh copy of this program (support::child).
+    let mut command = child::intermediary(Path::new(env!("CARGO_BIN_EXE_klaud")));
     command
-        .arg(MEASURE_CHILD)
-        .arg(env!("CARGO_BIN_EXE_klaud"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("GITHUB_API_URL", server.base_url())
@@ -79,13 +73,8 @@ fn run_pass(server: &FakeGitHubHandle, candidates: &str, cap: u32) -> PassCost {
         .arg("--config")
         .arg(work.path().join("klaud.yml"))
         .args(["--max-candidates", &cap.to_string()]);
-    let report = command.output().expect("the measuring copy runs");
-    let report = String::from_utf8_lossy(&report.stdout);
-    let figures: Vec<&str> = report.split_whitespace().collect();
-    let [status, wall_seconds, peak_rss_kib] = figures[..] else {
-        panic!("unexpected report from the measuring copy: {report}");
-    };
-    assert_eq!(status, "0", "klaud select exited {status}");
+    let cost = child::measure(&mut command);
+    assert_eq!(cost.exit_code, 0, "klaud select exited {}", cost.exit_code);
     let outputs = std::fs::read_to_string(&output_file).unwrap_or_default();
     let selected = outputs
         .lines()
@@ -93,47 +82,14 @@ fn run_pass(server: &FakeGitHubHandle, candidates: &str, cap: u32) -> PassCost {
         .unwrap_or("?")
         .to_string();
     PassCost {
-        wall: Duration::from_secs_f64(wall_seconds.parse().expect("seconds")),
-        peak_rss_kib: peak_rss_kib.parse().expect("KiB"),
+        wall: cost.wall,
+        peak_rss_kib: cost.peak_rss_kib,
         selected,
     }
 }
 
-/// The intermediary: runs `program args…` with this environment, output discarded, and prints
-/// `<exit code> <wall seconds> <peak RSS in KiB>`.
-fn measure_child(program: &str, args: &[String]) {
-    let started = Instant::now();
-    #[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak RSS
-    let child = Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("klaud starts");
-    let (status, usage) = wait_with_usage(child.id());
-    let wall = started.elapsed();
-    println!("{status} {} {}", wall.as_secs_f64(), usage.ru_maxrss);
-}
-
-/// Waits for the child and returns its exit code and its own resource usage.
-fn wait_with_usage(pid: u32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid as libc::pid_t, "wait4 failed");
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    (code, usage)
-}
-
 fn main() {
-    let arguments: Vec<String> = std::env::args().collect();
-    if arguments.get(1).map(String::as_str) == Some(MEASURE_CHILD) {
-        measure_child(&arguments[2], &arguments[3..]);
+    if child::serve_as_intermediary() {
         return;
     }
     println!("standard scenario, seed {SEED}; klaud select (real binary) against the fake GitHub");
