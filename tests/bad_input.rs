@@ -146,6 +146,11 @@ const ROWS: &[(&str, &str, Change)] = &[
     ),
     (
         "every GitHub mode",
+        "`github-token` with a line break",
+        |run| run.env("GITHUB_TOKEN", Some("ghs_token\nbroken")),
+    ),
+    (
+        "every GitHub mode",
         "`label-token` with a line break",
         |run| run.env("KLAUD_LABEL_TOKEN", Some("ghs_label\nbroken")),
     ),

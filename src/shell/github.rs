@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::error::StepError;
 use super::modes::StepContext;
 use crate::adapters::github::budget::RequestCounts;
-use crate::adapters::github::{GitHubClient, GitHubSettings};
+use crate::adapters::github::{GitHubClient, GitHubSettings, token_problem};
 
 /// Flags of every mode that talks to GitHub.
 #[derive(Debug, Clone, Args)]
@@ -59,6 +59,12 @@ pub fn connect(
     let token = context.github_token.clone().ok_or_else(|| {
         StepError::bad_input("github-token", "a token is required (or GITHUB_TOKEN)")
     })?;
+    if let Some(problem) = token_problem(&token) {
+        return Err(StepError::bad_input(
+            "github-token",
+            format!("the token {problem}"),
+        ));
+    }
     let api_url = environment
         .github_api_url
         .clone()

@@ -124,10 +124,13 @@ fn report_parse_error(error: &clap::Error, reporter: &Reporter) -> u8 {
                 Some(ContextValue::String(name)) => name.clone(),
                 _ => String::new(),
             };
-            reporter.error(
-                Some("mode"),
-                &format!("unknown mode '{name}'; modes: {modes}"),
-            );
+            // An action step passes an empty `mode` input as an empty argument.
+            let message = if name.trim().is_empty() {
+                format!("a mode is required; modes: {modes}")
+            } else {
+                format!("unknown mode '{name}'; modes: {modes}")
+            };
+            reporter.error(Some("mode"), &message);
             EXIT_BAD_INPUT
         }
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
