@@ -75,8 +75,14 @@ fn build_context(
         .config
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
-    let (config, source) = load_config(&config_path)
-        .map_err(|error| StepError::bad_input(format!("config {}", error.key), error.message))?;
+    let (config, source) = load_config(&config_path).map_err(|error| {
+        // A problem of the whole file is named `config`, one of a key `config <key>`.
+        let field = match error.key.as_str() {
+            "config" => "config".to_string(),
+            key => format!("config {key}"),
+        };
+        StepError::bad_input(field, error.message)
+    })?;
     if source == ConfigSource::MissingFileDefaults {
         reporter.info(&format!(
             "no configuration file at {}: using the defaults",
