@@ -84,6 +84,7 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     run.assert_log_contains("review stand-in: proceed for 3 candidates");
     run.assert_log_contains("::set-output:: deferred=[\"gamma\"]");
     run.assert_log_contains("::set-output:: candidates=[\"alpha\",\"beta\"]");
+    run.assert_log_contains("gamma (configs/nvidia-master.yaml:gamma): baseline-deferred");
 
     let ledger = stored_ledger(&server);
     let state = server.state();
@@ -175,6 +176,36 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
             .all(|pull| pull.head_ref != branch("gamma"))
     );
     eprintln!("planner wave: act ran {:.1} s", run.seconds);
+
+    // The next wave, once GitHub ended this one: alpha's open pull request occupies its family,
+    // beta cools down after its failure, gamma is still deferred; nothing is claimed or started.
+    server.with_state(|state| state.set_run_status(planner, "completed", Some("success")));
+    let next = server.with_state(|state| planner_run(state, "schedule"));
+    let pulls_before = server.state().pulls.len();
+    let run = GitHubRunners::while_running(&server, || {
+        repository.act(
+            klaud_act("workflow_dispatch", PLAN, &server, next)
+                .process_env("KLAUD_E2E_OUTCOMES", outcomes.to_string()),
+        )
+    });
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: selected=false");
+    for (id, decision) in [
+        ("alpha", "occupied"),
+        ("beta", "cooling-down"),
+        ("gamma", "baseline-deferred"),
+    ] {
+        run.assert_log_contains(&format!(
+            "{id} (configs/nvidia-master.yaml:{id}): {decision}"
+        ));
+    }
+    run.assert_log_contains("::set-output:: candidates=[]");
+    run.assert_log_lacks("agent stand-in:");
+    let ledger = stored_ledger(&server);
+    assert!(ledger.claims.is_empty(), "claims: {:?}", ledger.claims);
+    assert_eq!(ledger.sessions.len(), 2, "no new session: {ledger:?}");
+    assert_eq!(server.state().pulls.len(), pulls_before);
+    eprintln!("next wave: act ran {:.1} s", run.seconds);
 }
 
 #[test]
