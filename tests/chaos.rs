@@ -1,5 +1,5 @@
 //! Seeded chaos (contract §4, §5, §7): each seed builds a random repository — live sessions whose
-//! parent runs or ended, parked sessions, abandoned drafts, pull requests closed by the bot or by
+//! parent still runs or ended, parked sessions, abandoned drafts, pull requests closed by the bot or by
 //! a maintainer, pull requests with a maintainer's commit, handed off or ready, active sweeps,
 //! a maintainer's sweep, legacy lock refs — then runs a random sequence of `recover`, `select`
 //! and `finish` passes. Before each pass a maintainer may push to a bot branch, hand a pull
@@ -11,7 +11,10 @@
 //! The passes run in process (recover's `run_pass`, select's and finish's `run` with a
 //! `StepContext` whose retries wait milliseconds), several seeds at once. The normal suite runs
 //! 15 seeds; `cargo test --test chaos -- --ignored` runs 200 (`.ci/run` does), and
-//! `KLAUD_CHAOS_SEED=N cargo test --test chaos -- --ignored` replays seed N alone with its log.
+//! `KLAUD_CHAOS_SEED=N cargo test --test chaos -- --ignored` replays seed N alone with its log:
+//! the same repository, actions, passes and fault draws (which request a cut-off rule hits
+//! follows the order concurrent requests arrive in). A violation prints the seed, the history
+//! of the seed's passes and the failing pass's writes and injected faults.
 //! The checker's own tests feed it states with each kind of violation.
 
 #![allow(clippy::disallowed_methods)] // the replay seed comes from the environment

@@ -6,11 +6,11 @@
 //! - Four `select` passes with overlapping candidates: every candidate a pass reports as selected
 //!   is in the final ledger under that pass's run, and nothing else is. Half of the trials start
 //!   without a state branch, so the passes also race to create it.
-//! - Four passes of mixed modes (`select`, `recover`, `finish`) on a ledger at its cap, where
-//!   recovery reconciles an ended session and resumes parked ones, `finish` ends sessions and
-//!   `select` claims what room there is: what each pass reports (claims, reconciled, resumed,
-//!   finished) is in the final ledger, a parked session is started at most once, and the lease
-//!   is released.
+//! - Four passes of mixed modes (`select`, `recover`, `finish`) on a ledger one short of its
+//!   cap, where recovery reconciles an ended session and resumes parked ones, `finish` ends
+//!   sessions and `select` claims what room there is: what each pass reports (claims,
+//!   reconciled, resumed, finished) is in the final ledger, a parked session is started at most
+//!   once, and the lease is released.
 //!
 //! The normal suite runs 10 trials of each; `cargo test --test concurrency -- --ignored` runs
 //! 50 select trials and 100 mixed ones, as `.ci/run` does.
@@ -191,7 +191,7 @@ fn run_trials(trials: u64) {
 
 // Mixed modes.
 
-const MIXED_CAP: usize = 4;
+const MIXED_CAP: usize = 5;
 /// Families select wants: four free ones and one held by a live session.
 const WANTED: [&str; 5] = ["s0", "s1", "s2", "s3", "a"];
 const FINISH_OUTCOMES: [&str; 3] = ["failed", "no-capacity", "incompatible"];
@@ -216,9 +216,9 @@ fn mixed_steps(number: u64) -> [Step; 4] {
     }
 }
 
-/// A ledger at its cap of four: `a`, `f0`, `f1` live under a running planner, `b` live under one
-/// that ended (recovery reconciles it), `p0`, `p1` parked (recovery resumes them when there is
-/// room), and an abandoned draft `gone`.
+/// A ledger one short of its cap of five: `a`, `f0`, `f1` live under a running planner, `b` live
+/// under one that ended (recovery reconciles it), `p0`, `p1` parked (recovery resumes them when
+/// there is room), and an abandoned draft `gone`.
 fn mixed_world() -> recover_support::World {
     use recover_support::World;
     let mut world = World::new();
@@ -255,7 +255,18 @@ fn newest(ledger: &Ledger, candidate: &str) -> Option<klaud::core::ledger::Sessi
         .cloned()
 }
 
-fn mixed_trial(number: u64) -> usize {
+/// What the passes of mixed trials did.
+#[derive(Default)]
+struct MixedTally {
+    conflicts: usize,
+    claimed: usize,
+    reconciled: usize,
+    resumed: usize,
+    finished: usize,
+    most_live: usize,
+}
+
+fn mixed_trial(number: u64, tally: &mut MixedTally) {
     use recover_support::Pass as StepPass;
     let mut world = mixed_world();
     let steps = mixed_steps(number);
@@ -351,9 +362,12 @@ fn mixed_trial(number: u64) -> usize {
                     reported, stored,
                     "{context}: run {run}'s claims (lost write?)"
                 );
+                tally.claimed += reported.len();
                 assert!(!reported.contains("a"), "{context}: a's family is occupied");
             }
             Step::Recover => {
+                tally.reconciled += pass.ids("reconciled").len();
+                tally.resumed += pass.ids("resumed").len();
                 for candidate in pass.ids("reconciled") {
                     let session = newest(&ledger, &candidate).unwrap();
                     assert_eq!(
@@ -372,6 +386,7 @@ fn mixed_trial(number: u64) -> usize {
                 }
             }
             Step::Finish(candidate) => {
+                tally.finished += 1;
                 let session = newest(&ledger, candidate).unwrap();
                 assert_eq!(
                     session.state,
@@ -398,23 +413,31 @@ fn mixed_trial(number: u64) -> usize {
         ledger.recovery_lease, None,
         "{context}: the lease is released"
     );
-    conflicts(&server)
+    tally.most_live = tally.most_live.max(ledger.live_sessions().count());
+    tally.conflicts += conflicts(&server);
 }
 
 fn run_mixed_trials(trials: u64) {
     let started = Instant::now();
-    let mut conflicts = 0;
+    let mut tally = MixedTally::default();
     for number in 0..trials {
-        conflicts += mixed_trial(number);
+        mixed_trial(number, &mut tally);
     }
     eprintln!(
         "{trials} trials of 4 concurrent select, recover and finish passes in {:.1} s: \
-         {conflicts} compare-and-swap conflicts resolved",
-        started.elapsed().as_secs_f64()
+         {} claims, {} reconciled, {} resumed, {} finished, at most {} live (cap {MIXED_CAP}), \
+         {} compare-and-swap conflicts resolved",
+        started.elapsed().as_secs_f64(),
+        tally.claimed,
+        tally.reconciled,
+        tally.resumed,
+        tally.finished,
+        tally.most_live,
+        tally.conflicts
     );
     assert!(
-        conflicts > 0,
-        "the passes never raced: the test proves nothing"
+        tally.conflicts > 0 && tally.claimed > 0 && tally.resumed > 0,
+        "the passes never raced or never claimed and resumed: the test proves nothing"
     );
 }
 
