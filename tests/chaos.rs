@@ -1,12 +1,13 @@
-//! Seeded chaos (contract §4, §5, §7): each seed builds a random repository — live sessions whose
-//! parent still runs or ended, parked sessions, abandoned drafts, pull requests closed by the bot or by
-//! a maintainer, pull requests with a maintainer's commit, handed off or ready, active sweeps,
-//! a maintainer's sweep, legacy lock refs — then runs a random sequence of `recover`, `select`
-//! and `finish` passes. Before each pass a maintainer may push to a bot branch, hand a pull
-//! request off, mark it ready or close it, the bot may push, and a parent run may be killed.
-//! Every pass runs under 10% 5xx answers, 5% secondary rate limits, writes answered 502 after
-//! they took effect, random latency and one listing cut off, and the invariant checker
-//! (`invariants/`) compares the state before and after it: any violation fails with its seed.
+//! Seeded chaos (contract §4, §5, §7): each seed builds a random repository — live sessions
+//! whose parent still runs or ended, parked sessions, abandoned drafts, pull requests closed by
+//! the bot or by a maintainer, pull requests with a maintainer's commit, handed off or ready,
+//! active sweeps, a maintainer's sweep, legacy lock refs — then runs a random sequence of
+//! `recover`, `select` and `finish` passes, now and then two of them at once. Before each pass a
+//! maintainer may push to a bot branch, hand a pull request off, mark it ready or close it, the
+//! bot may push, and a parent run may be killed. Every pass runs under 10% 5xx answers, 5%
+//! secondary rate limits, writes answered 502 after they took effect, random latency and one
+//! listing cut off, and the invariant checker (`invariants/`) compares the state before and
+//! after it: any violation fails with its seed.
 //!
 //! The passes run in process (recover's `run_pass`, select's and finish's `run` with a
 //! `StepContext` whose retries wait milliseconds), several seeds at once. The normal suite runs
@@ -422,6 +423,124 @@ fn ledger_of(state: &RepoState) -> Ledger {
         .unwrap_or_default()
 }
 
+/// One pass to run: its mode, its run and its inputs, drawn before it starts.
+struct PassPlan {
+    mode: &'static str,
+    own_run: u64,
+    /// select: the candidates it is offered.
+    wanted: Vec<String>,
+    /// finish: candidate, outcome, agent outcome, park.
+    finish: Option<(String, &'static str, &'static str, bool)>,
+}
+
+fn plan_pass(
+    random: &mut SplitMix64,
+    scenario: &Scenario,
+    open: &[String],
+    server: &FakeGitHubHandle,
+) -> PassPlan {
+    let mode = match random.range(0, 9) {
+        0..=3 => "recover",
+        4..=6 => "select",
+        _ if open.is_empty() => "recover",
+        _ => "finish",
+    };
+    let own_run = server.with_state(planner_run);
+    let mut plan = PassPlan {
+        mode,
+        own_run,
+        wanted: Vec::new(),
+        finish: None,
+    };
+    match mode {
+        "select" => {
+            let mut wanted = scenario.candidates.clone();
+            random.shuffle(&mut wanted);
+            wanted.truncate(random.range(1, wanted.len() as u64) as usize);
+            plan.wanted = wanted;
+        }
+        "finish" => {
+            let candidate = random.pick(open).clone();
+            let outcome = random.pick(&Outcome::ALL).name();
+            let agent = *random.pick(&["success", "success", "failure", "skipped"]);
+            plan.finish = Some((candidate, outcome, agent, random.chance(0.1)));
+        }
+        _ => {}
+    }
+    plan
+}
+
+/// Runs one planned pass in process; `Ok` describes what it did.
+async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result<String, String> {
+    let own_run = plan.own_run;
+    match plan.mode {
+        "recover" => {
+            let policy = Config {
+                bot: BOT.into(),
+                ..Config::default()
+            }
+            .policy(cap, 1.0);
+            let settings = PassSettings {
+                own_run,
+                now: Utc::now(),
+                dry_run: false,
+                inspection_reads: INSPECTION_READS_PER_PASS,
+            };
+            run_pass(&connection(server), &policy, &settings)
+                .await
+                .map(|report| {
+                    format!(
+                        "swept {:?}, reconciled {:?}, resumed {:?}",
+                        report.candidates_with(klaud::core::recover::Verdict::Swept),
+                        report.candidates_with(klaud::core::recover::Verdict::Reconciled),
+                        report.applied.resumed
+                    )
+                })
+        }
+        "select" => {
+            let list: Vec<serde_json::Value> = plan
+                .wanted
+                .iter()
+                .map(|id| serde_json::json!({"id": id, "family": family(id)}))
+                .collect();
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), serde_json::to_string(&list).unwrap()).unwrap();
+            let arguments = [
+                "select".to_string(),
+                "--candidates".into(),
+                file.path().display().to_string(),
+                "--directory".into(),
+                "{dir}".into(),
+            ];
+            step(server, own_run, cap, &arguments)
+                .await
+                .map(|()| format!("wanted {:?}", plan.wanted))
+        }
+        _ => {
+            let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
+            let mut arguments = vec![
+                "finish".to_string(),
+                "--candidate".into(),
+                candidate.clone(),
+                "--outcome".into(),
+                outcome.into(),
+                "--agent-outcome".into(),
+                agent.into(),
+                "--cancel-wait".into(),
+                "0".into(),
+                "--directory".into(),
+                "{dir}".into(),
+            ];
+            if park {
+                arguments.push("--park".into());
+            }
+            step(server, own_run, cap, &arguments)
+                .await
+                .map(|()| format!("{candidate}: {outcome} ({agent})"))
+        }
+    }
+}
+
 /// What one seed did.
 #[derive(Default)]
 struct Tally {
@@ -455,89 +574,22 @@ async fn scenario(seed: u64, verbose: bool) -> Result<Tally, String> {
             .filter(|session| session.state != SessionState::Finished)
             .map(|session| session.candidate.clone())
             .collect();
-        let mode = match random.range(0, 9) {
-            0..=3 => "recover",
-            4..=6 => "select",
-            _ if open.is_empty() => "recover",
-            _ => "finish",
-        };
-        let own_run = server.with_state(planner_run);
+        // Now and then two passes run at once.
+        let plans: Vec<PassPlan> = (0..if random.chance(0.25) { 2 } else { 1 })
+            .map(|_| plan_pass(&mut random, &scenario, &open, &server))
+            .collect();
         server.set_faults(faults(seed.wrapping_mul(1_000) + pass, &mut random));
-        let outcome = match mode {
-            "recover" => {
-                let policy = Config {
-                    bot: BOT.into(),
-                    ..Config::default()
-                }
-                .policy(scenario.cap, 1.0);
-                let settings = PassSettings {
-                    own_run,
-                    now: Utc::now(),
-                    dry_run: false,
-                    inspection_reads: INSPECTION_READS_PER_PASS,
-                };
-                run_pass(&connection(&server), &policy, &settings)
-                    .await
-                    .map(|report| {
-                        format!(
-                            "swept {:?}, reconciled {:?}, resumed {:?}",
-                            report.candidates_with(klaud::core::recover::Verdict::Swept),
-                            report.candidates_with(klaud::core::recover::Verdict::Reconciled),
-                            report.applied.resumed
-                        )
-                    })
-            }
-            "select" => {
-                let mut wanted = scenario.candidates.clone();
-                random.shuffle(&mut wanted);
-                wanted.truncate(random.range(1, wanted.len() as u64) as usize);
-                let list: Vec<serde_json::Value> = wanted
-                    .iter()
-                    .map(|id| serde_json::json!({"id": id, "family": family(id)}))
-                    .collect();
-                let file = tempfile::NamedTempFile::new().unwrap();
-                std::fs::write(file.path(), serde_json::to_string(&list).unwrap()).unwrap();
-                let arguments = [
-                    "select".to_string(),
-                    "--candidates".into(),
-                    file.path().display().to_string(),
-                    "--directory".into(),
-                    "{dir}".into(),
-                ];
-                step(&server, own_run, scenario.cap, &arguments)
-                    .await
-                    .map(|()| format!("wanted {wanted:?}"))
-            }
-            _ => {
-                let candidate = random.pick(&open).clone();
-                let outcome = random.pick(&Outcome::ALL).name();
-                let agent = *random.pick(&["success", "success", "failure", "skipped"]);
-                let mut arguments = vec![
-                    "finish".to_string(),
-                    "--candidate".into(),
-                    candidate.clone(),
-                    "--outcome".into(),
-                    outcome.into(),
-                    "--agent-outcome".into(),
-                    agent.into(),
-                    "--cancel-wait".into(),
-                    "0".into(),
-                    "--directory".into(),
-                    "{dir}".into(),
-                ];
-                if random.chance(0.1) {
-                    arguments.push("--park".into());
-                }
-                step(&server, own_run, scenario.cap, &arguments)
-                    .await
-                    .map(|()| format!("{candidate}: {outcome} ({agent})"))
-            }
-        };
+        let outcomes = futures::future::join_all(
+            plans
+                .iter()
+                .map(|plan| execute(&server, scenario.cap, plan)),
+        )
+        .await;
         server.set_faults(FaultConfig::default());
         let after = server.state();
         let violations: Vec<Violation> = check(&rules, &before, &after);
-        tally.passes += 1;
-        tally.failed += usize::from(outcome.is_err());
+        tally.passes += plans.len();
+        tally.failed += outcomes.iter().filter(|outcome| outcome.is_err()).count();
         tally.closed += before
             .pulls
             .values()
@@ -557,16 +609,24 @@ async fn scenario(seed: u64, verbose: bool) -> Result<Tally, String> {
             .saturating_sub(ledger_before.claims.len());
         tally.finished += count(&ledger_after, SessionState::Finished)
             .saturating_sub(count(&ledger_before, SessionState::Finished));
-        log.push(format!(
-            "pass {pass}: {mode} as run {own_run}: {}",
-            match &outcome {
-                Ok(text) => format!("ok, {text}"),
-                Err(error) => format!("failed: {error}"),
+        let modes: Vec<&str> = plans.iter().map(|plan| plan.mode).collect();
+        let mode = modes.join(" + ");
+        for (plan, outcome) in plans.iter().zip(&outcomes) {
+            log.push(format!(
+                "pass {pass}: {} as run {}: {}",
+                plan.mode,
+                plan.own_run,
+                match outcome {
+                    Ok(text) => format!("ok, {text}"),
+                    Err(error) => format!("failed: {error}"),
+                }
+            ));
+            if plan.mode != "select" {
+                // The pass's run ends with it; a select run lives on as its sessions' parent.
+                server.with_state(|state| {
+                    state.set_run_status(plan.own_run, "completed", Some("success"))
+                });
             }
-        ));
-        if mode != "select" {
-            // The pass's run ends with it; a select run lives on as its sessions' parent.
-            server.with_state(|state| state.set_run_status(own_run, "completed", Some("success")));
         }
         if !violations.is_empty() {
             let listed: Vec<String> = violations.iter().map(ToString::to_string).collect();
