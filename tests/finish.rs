@@ -169,6 +169,40 @@ fn every_deleting_outcome_closes_the_draft_labels_it_and_deletes_the_branch() {
 }
 
 #[test]
+fn a_draft_a_maintainer_closed_just_before_the_bots_close_keeps_its_branch() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let number = live_draft(&mut world, "a", parent);
+    let server = world.start();
+    // After finish re-read the draft as open, a maintainer closes it; the bot's close then
+    // succeeds without changing who closed it.
+    server.before_request(
+        "PATCH",
+        &format!("/repos/acme/bench/pulls/{number}"),
+        |state| {
+            let now = state.now();
+            for pull in state.pulls.values_mut() {
+                if pull.state == PullState::Open {
+                    pull.state = PullState::Closed;
+                    pull.closed_by = Some(MAINTAINER.into());
+                    pull.closed_at = Some(now);
+                }
+            }
+        },
+    );
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "a", &["--outcome", "failed"], 0);
+
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.closed_by.as_deref(), Some(MAINTAINER));
+    assert!(
+        branch_exists(&server, "a"),
+        "a maintainer-closed pull request keeps its branch"
+    );
+}
+
+#[test]
 fn validated_marks_the_draft_ready_after_a_successful_final_sweep_and_keeps_the_branch() {
     let mut world = World::new();
     let parent = world.running_planner(&[]);

@@ -307,6 +307,46 @@ fn a_branch_moved_between_check_and_delete_is_kept() {
     assert_eq!(results["result"], "dropped", "{results}");
 }
 
+/// A maintainer closes every open pull request at the moment the bot's close arrives.
+fn maintainer_closes_open_pulls(state: &mut fake_github::RepoState) {
+    let now = state.now();
+    for pull in state.pulls.values_mut() {
+        if pull.state == PullState::Open {
+            pull.state = PullState::Closed;
+            pull.closed_by = Some(MAINTAINER.into());
+            pull.closed_at = Some(now);
+            pull.updated_at = now;
+        }
+    }
+}
+
+#[test]
+fn a_draft_a_maintainer_closed_just_before_the_bots_close_keeps_its_branch() {
+    let mut world = World::new();
+    world.finished_planner(3, &["a"]);
+    let number = world.bot_draft("a");
+    let server = world.start();
+    // After the pass re-read the draft as open, a maintainer closes it; the bot's close then
+    // succeeds without changing who closed it.
+    server.before_request(
+        "PATCH",
+        &format!("/repos/acme/bench/pulls/{number}"),
+        maintainer_closes_open_pulls,
+    );
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.state, PullState::Closed);
+    assert_eq!(pull.closed_by.as_deref(), Some(MAINTAINER));
+    assert!(
+        branch_exists(&server, "a"),
+        "a maintainer-closed pull request keeps its branch"
+    );
+    assert!(writes_to(&server, "/git/refs/heads/klaud/auto-a").is_empty());
+}
+
 #[test]
 fn reference_bug_a_bot_only_draft_needing_inspection_is_not_swept_in_the_same_pass() {
     let mut world = World::new();

@@ -1,9 +1,10 @@
 //! Who owns a pull request's commits (contract §5): the one reading of a commit listing that
 //! every mode that cleans up relies on — `recover`'s guards and `finish` alike. The head must be
 //! the bot's and the listing whole and ending at the head; a commit by anyone else below a bot
-//! head is a maintainer's touch.
+//! head is a maintainer's touch. A closed pull request's branch rests on who closed it: only
+//! the bot's own close lets its branch go.
 
-use super::snapshot::{CommitsFact, RunFact};
+use super::snapshot::{CommitsFact, IssueFact, RunFact};
 
 /// What a pull request's commits say about who owns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,10 +88,58 @@ pub fn started_by_someone_else(run: &RunFact, bot: &str) -> Option<String> {
     }
 }
 
+/// Whether the branch of pull request `issue` may be deleted on the strength of its close, as
+/// read just before the deletion (contract §4, §5): it must be closed, unmerged, and closed by
+/// the bot. Closing an already closed pull request succeeds without changing who closed it, so
+/// the bot's own close request is no proof: a maintainer who closed it first keeps the branch.
+/// `Err` says why the branch stays.
+pub fn closed_by_the_bot(issue: &IssueFact, bot: &str) -> Result<(), String> {
+    let number = issue.number;
+    if issue.open {
+        return Err(format!("#{number} is open again"));
+    }
+    if issue.merged {
+        return Err(format!("#{number} was merged"));
+    }
+    match issue.closed_by.as_deref() {
+        Some(login) if login == bot => Ok(()),
+        Some(login) => Err(format!(
+            "#{number} was closed by {login}: a maintainer-closed pull request keeps its branch"
+        )),
+        None => Err(format!(
+            "GitHub does not say who closed #{number}: its branch stays"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::snapshot::CommitFact;
+
+    fn issue(open: bool, merged: bool, closed_by: Option<&str>) -> IssueFact {
+        IssueFact {
+            number: 4,
+            open,
+            closed_by: closed_by.map(str::to_string),
+            merged,
+        }
+    }
+
+    #[test]
+    fn only_the_bots_own_close_lets_a_branch_go() {
+        assert_eq!(
+            closed_by_the_bot(&issue(false, false, Some("klaud-bot")), "klaud-bot"),
+            Ok(())
+        );
+        // The bot's close request answered 200 on a pull request a maintainer had closed.
+        let kept = closed_by_the_bot(&issue(false, false, Some("maintainer-ada")), "klaud-bot")
+            .unwrap_err();
+        assert!(kept.contains("closed by maintainer-ada"), "{kept}");
+        assert!(closed_by_the_bot(&issue(false, false, None), "klaud-bot").is_err());
+        assert!(closed_by_the_bot(&issue(true, false, None), "klaud-bot").is_err());
+        assert!(closed_by_the_bot(&issue(false, true, Some("klaud-bot")), "klaud-bot").is_err());
+    }
 
     fn commit(sha: &str, login: &str) -> CommitFact {
         CommitFact {

@@ -14,7 +14,7 @@ use futures::future::join_all;
 
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::error::GitHubError;
-use crate::adapters::github::models::{Job, PullRequest, WorkflowRun};
+use crate::adapters::github::models::{Issue, Job, PullRequest, WorkflowRun};
 use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::policy::Policy;
@@ -259,15 +259,10 @@ async fn read_details(
     }
     for number in needs.issues {
         reads.push(Box::pin(async move {
-            let issue = client.issue(number).await.map(|issue| IssueFact {
-                number,
-                open: issue.state == "open",
-                closed_by: issue.closed_by.map(|account| account.login),
-                merged: issue
-                    .pull_request
-                    .as_ref()
-                    .is_some_and(|pull| pull.merged_at.is_some()),
-            });
+            let issue = client
+                .issue(number)
+                .await
+                .map(|issue| issue_fact(number, issue));
             Detail::Issue(number, issue.map_err(|error| describe(&error)))
         }));
     }
@@ -347,6 +342,19 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
         merged: pull.merged_at.is_some(),
         labels: pull.labels.iter().map(|label| label.name.clone()).collect(),
         created_at: pull.created_at,
+    }
+}
+
+/// The issue side of pull request `number`: open, merged, and who closed it.
+pub fn issue_fact(number: u64, issue: Issue) -> IssueFact {
+    IssueFact {
+        number,
+        open: issue.state == "open",
+        closed_by: issue.closed_by.map(|account| account.login),
+        merged: issue
+            .pull_request
+            .as_ref()
+            .is_some_and(|pull| pull.merged_at.is_some()),
     }
 }
 

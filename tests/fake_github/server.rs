@@ -96,6 +96,26 @@ pub struct Control {
     pub rate_limit: RateLimitConfig,
     windows: HashMap<&'static str, RateWindow>,
     pub log: Vec<LoggedRequest>,
+    /// Changes made to the state just before the first request they match is handled.
+    pub hooks: Vec<RequestHook>,
+}
+
+/// A change of the state someone makes at the moment a request arrives.
+pub type StateChange = Arc<dyn Fn(&mut RepoState) + Send + Sync>;
+
+/// Someone acting at the moment a request arrives: `change` runs once, just before the first
+/// `method` request to `path` (without its query) is handled.
+#[derive(Clone)]
+pub struct RequestHook {
+    pub method: String,
+    pub path: String,
+    pub change: StateChange,
+}
+
+impl std::fmt::Debug for RequestHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RequestHook({} {})", self.method, self.path)
+    }
 }
 
 impl Control {
@@ -105,6 +125,7 @@ impl Control {
             rate_limit: RateLimitConfig::default(),
             windows: HashMap::new(),
             log: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 
@@ -261,6 +282,26 @@ impl FakeGitHubHandle {
     pub fn set_rate_limit(&self, config: RateLimitConfig) {
         self.shared.control().set_rate_limit(config);
     }
+
+    /// Runs `change` on the state just before the first `method` request to `path` is handled
+    /// (e.g. a maintainer acting between a re-check and the write that follows it).
+    pub fn before_request(
+        &self,
+        method: &str,
+        path: &str,
+        change: impl Fn(&mut RepoState) + Send + Sync + 'static,
+    ) {
+        self.shared.control().hooks.push(RequestHook {
+            method: method.to_string(),
+            path: path.to_string(),
+            change: Arc::new(change),
+        });
+    }
+
+    /// Forgets the hooks no request has met.
+    pub fn clear_request_hooks(&self) {
+        self.shared.control().hooks.clear();
+    }
 }
 
 impl Drop for FakeGitHubHandle {
@@ -411,6 +452,17 @@ async fn github_semantics(State(shared): State<Shared>, request: Request, next: 
         request
             .extensions_mut()
             .insert(RequestContext { login: caller, api });
+        let hook = {
+            let mut control = shared.control();
+            let found = control
+                .hooks
+                .iter()
+                .position(|hook| hook.method.eq_ignore_ascii_case(&method) && hook.path == path);
+            found.map(|index| control.hooks.remove(index))
+        };
+        if let Some(hook) = hook {
+            (hook.change)(&mut shared.repo());
+        }
         let handled = next.run(request).await;
         match plan
             .fault

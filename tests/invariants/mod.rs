@@ -287,18 +287,26 @@ fn check_refs(rules: &Rules, before: &RepoState, after: &RepoState, out: &mut Ve
                 commit,
             });
         }
-        let last_pull = before
-            .pulls
-            .values()
-            .filter(|pull| pull.head_ref == branch)
-            .max_by_key(|pull| pull.number);
-        if let Some(pull) = last_pull
-            && pull.state == PullState::Closed
-            && pull.closed_by.as_deref() != Some(rules.bot.as_str())
+        // Closed by someone else before the pass, or while it ran (a maintainer closing it as
+        // the bot's own close arrived: that close succeeds and leaves it the maintainer's).
+        let closed_by_someone_else = |state: &RepoState| {
+            state
+                .pulls
+                .values()
+                .filter(|pull| pull.head_ref == branch)
+                .max_by_key(|pull| pull.number)
+                .filter(|pull| {
+                    pull.state == PullState::Closed
+                        && pull.closed_by.as_deref() != Some(rules.bot.as_str())
+                })
+                .map(|pull| pull.number)
+        };
+        if let Some(number) =
+            closed_by_someone_else(before).or_else(|| closed_by_someone_else(after))
         {
             out.push(Violation::MaintainerClosedBranchDeleted {
                 branch: branch.to_string(),
-                number: pull.number,
+                number,
             });
         }
     }

@@ -17,10 +17,12 @@ use crate::adapters::github::actions::RunCancel;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::git::BranchDeletion;
 use crate::adapters::github::models::PullRequest;
+use crate::core::ownership::closed_by_the_bot;
 use crate::core::plan::{Action, ActionGroup, PullRequestCheck};
 use crate::core::recover::RecoveryPlan;
 use crate::core::recover::ledger_plan::PassGrants;
 use crate::core::text::bounded;
+use crate::shell::gather::issue_fact;
 use crate::shell::github::GitHubConnection;
 
 /// Writes the actions may still send.
@@ -213,6 +215,27 @@ impl Runner<'_> {
                 waiting.push((*group_index, next));
             }
         }
+        // A branch goes only with a pull request the bot closed, read again just before: closing
+        // one a maintainer closed first also succeeds, and leaves it the maintainer's.
+        let closers: Vec<Result<(), ActionResult>> =
+            futures::stream::iter(waiting.iter().map(|(group_index, _)| {
+                self.check_closer(closed_pull_request(plan, *group_index))
+            }))
+            .buffered(WRITE_CONCURRENCY)
+            .collect()
+            .await;
+        let mut cleared = Vec::new();
+        for ((group_index, action_index), closer) in waiting.into_iter().zip(closers) {
+            match closer {
+                Ok(()) => cleared.push((group_index, action_index)),
+                Err(result) => {
+                    if let Some(progress) = progress.get_mut(&group_index) {
+                        progress[action_index] = Some(result);
+                    }
+                }
+            }
+        }
+        let waiting = cleared;
         let deletions: Vec<(String, String, &Action)> = waiting
             .iter()
             .filter_map(
@@ -247,6 +270,25 @@ impl Runner<'_> {
                 *slot = Some(result);
             }
         }
+    }
+
+    /// Re-reads who closed pull request `number` (if the deletion rests on one): `Ok` only when
+    /// the bot did.
+    async fn check_closer(&self, number: Option<u64>) -> Result<(), ActionResult> {
+        let Some(number) = number else {
+            return Ok(());
+        };
+        if self.halted.load(Ordering::SeqCst) {
+            return Err(ActionResult::NotAttempted(
+                "GitHub stopped this pass".into(),
+            ));
+        }
+        let issue = match self.bot().issue(number).await {
+            Ok(issue) => issue_fact(number, issue),
+            Err(error) => return Err(self.failure(&error)),
+        };
+        closed_by_the_bot(&issue, &self.settings.bot)
+            .map_err(|reason| ActionResult::Dropped(format!("{reason}: branch kept")))
     }
 
     /// Re-reads the pull request and compares it with what the decision examined.
@@ -513,6 +555,21 @@ impl Runner<'_> {
             })
             .collect()
     }
+}
+
+/// The pull request whose close the branch deletion of group `index` rests on: the one its
+/// check names, else the one its candidate's report names.
+fn closed_pull_request(plan: &RecoveryPlan, index: usize) -> Option<u64> {
+    plan.groups
+        .get(index)
+        .and_then(|group| group.pull_request_check.as_ref())
+        .map(|check| check.number)
+        .or_else(|| {
+            plan.candidates
+                .iter()
+                .find(|report| report.group == Some(index))
+                .and_then(|report| report.pull_request)
+        })
 }
 
 /// Adds `label` when missing and removes the other status labels present, from the fresh read.

@@ -15,8 +15,9 @@ use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::git::BranchDeletion;
 use crate::core::finish::{FinishPlan, receipt_body, receipt_marker};
 use crate::core::ledger::Session;
+use crate::core::ownership::closed_by_the_bot;
 use crate::core::plan::Action;
-use crate::shell::gather::describe;
+use crate::shell::gather::{describe, issue_fact};
 use crate::shell::github::GitHubConnection;
 
 /// How often cancelled runs are read again while waiting for them to end.
@@ -131,6 +132,23 @@ pub async fn apply(
     }
     let mut labels = labels;
     for action in &plan.actions {
+        if matches!(action, Action::DeleteBranch { .. }) {
+            // Closing a pull request a maintainer closed first also succeeds: the branch goes
+            // only when GitHub says the bot closed it.
+            match closer(client, number, bot).await {
+                Ok(()) => {}
+                Err(Closer::Kept(reason)) => {
+                    applied.note(action.to_string(), format!("kept: {reason}"));
+                    applied.dropped = Some(reason);
+                    return applied;
+                }
+                Err(Closer::Unread(error)) => {
+                    applied.note(action.to_string(), format!("failed: {}", describe(&error)));
+                    applied.failure = Some(format!("who closed #{number} could not be read"));
+                    return applied;
+                }
+            }
+        }
         match apply_action(connection, action, &mut labels).await {
             Ok(result) => applied.note(action.to_string(), result),
             Err(error) => {
@@ -192,6 +210,20 @@ async fn recheck(
         }
     }
     Ok(labels)
+}
+
+/// Why a branch deletion does not go ahead.
+enum Closer {
+    /// The pull request is not one the bot closed.
+    Kept(String),
+    /// Who closed it could not be read.
+    Unread(GitHubError),
+}
+
+/// `Ok` when pull request `number` is closed, unmerged and closed by `bot`, read just now.
+async fn closer(client: &GitHubClient, number: u64, bot: &str) -> Result<(), Closer> {
+    let issue = client.issue(number).await.map_err(Closer::Unread)?;
+    closed_by_the_bot(&issue_fact(number, issue), bot).map_err(Closer::Kept)
 }
 
 /// Posts the receipt, or updates the bot's existing one in place when its text changed.
