@@ -214,8 +214,10 @@ pub fn decide(
             ),
         );
     }
-    let validated_record = session.outcome == Some(Outcome::Validated)
-        || session.pending_outcome == Some(Outcome::Validated);
+    // Only a recorded validated outcome counts: klaud marked the pull request ready itself. A
+    // validated finish left alone (no finished sweep on the head) is merely pending, so a ready
+    // pull request then was made ready by someone else and is never redrafted or closed.
+    let validated_record = session.outcome == Some(Outcome::Validated);
     if request.park {
         if !pull.draft {
             return left_alone(

@@ -198,3 +198,42 @@ fn recording_twice_changes_nothing_the_second_time() {
     assert_eq!(once.sessions[0].outcome, Some(Outcome::Failed));
     assert_eq!(record(&once, &plan, &request(Outcome::Failed), at(6)), None);
 }
+
+#[test]
+fn a_ready_pull_request_with_validated_only_pending_is_never_redrafted_or_closed() {
+    let policy = inferencex_policy();
+    // A validated finish without a finished sweep is left alone, its outcome pending.
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(session());
+    let plan = decide(
+        &request(Outcome::Validated),
+        &session(),
+        &draft_facts(),
+        &policy,
+    );
+    assert_eq!(plan.cleanup, Cleanup::LeftAlone);
+    let next = record(&ledger, &plan, &request(Outcome::Validated), at(5)).unwrap();
+    let pending = next.sessions[0].clone();
+    assert_eq!(pending.pending_outcome, Some(Outcome::Validated));
+
+    // Someone else marks the draft ready; a later finish with another outcome leaves it alone.
+    let mut facts = draft_facts();
+    facts.pull.as_mut().unwrap().draft = false;
+    let plan = decide(&request(Outcome::Failed), &pending, &facts, &policy);
+    assert_eq!(plan.cleanup, Cleanup::LeftAlone);
+    assert!(
+        !plan.receipt && steps(&plan).is_empty(),
+        "{:?}",
+        steps(&plan)
+    );
+
+    // Once klaud recorded validated itself, a later failure may redraft and close it.
+    let mut validated = pending;
+    validated.outcome = Some(Outcome::Validated);
+    let plan = decide(&request(Outcome::Failed), &validated, &facts, &policy);
+    assert!(
+        steps(&plan).contains(&"close #3".to_string()),
+        "{:?}",
+        steps(&plan)
+    );
+}
