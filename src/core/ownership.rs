@@ -123,6 +123,7 @@ mod tests {
             open,
             closed_by: closed_by.map(str::to_string),
             merged,
+            labels: Vec::new(),
         }
     }
 

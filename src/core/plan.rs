@@ -93,6 +93,17 @@ pub fn status_label_action(
     pull: &PullRequestFact,
     wanted: Option<StatusLabel>,
 ) -> Option<Action> {
+    status_label_action_on(policy, pull.number, &pull.labels, wanted)
+}
+
+/// [`status_label_action`] for pull request `number` carrying `labels` (also a closed one, read
+/// through its issue).
+pub fn status_label_action_on(
+    policy: &Policy,
+    number: u64,
+    labels: &[String],
+    wanted: Option<StatusLabel>,
+) -> Option<Action> {
     let wanted_name = wanted.map(|label| policy.status_label(label).to_string());
     let others: Vec<String> = policy
         .all_status_labels()
@@ -102,10 +113,10 @@ pub fn status_label_action(
         .collect();
     let has_wanted = wanted_name
         .as_ref()
-        .is_none_or(|name| pull.labels.contains(name));
-    let has_others = others.iter().any(|name| pull.labels.contains(name));
+        .is_none_or(|name| labels.contains(name));
+    let has_others = others.iter().any(|name| labels.contains(name));
     (!has_wanted || has_others).then_some(Action::SetStatusLabel {
-        pull_request: pull.number,
+        pull_request: number,
         label: wanted_name,
         others,
     })
@@ -178,6 +189,9 @@ pub struct PullRequestCheck {
     pub draft: Option<bool>,
     /// The label that hands a pull request to maintainers: it must not be there.
     pub handoff_label: String,
+    /// `true`: must still be open; `false`: must still be closed (the status label of a closed
+    /// pull request is the only change made to one).
+    pub open: bool,
 }
 
 /// What the ledger must still say about the group's candidate when the pass writes it, or the

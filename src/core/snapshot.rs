@@ -121,6 +121,8 @@ pub struct IssueFact {
     pub open: bool,
     pub closed_by: Option<String>,
     pub merged: bool,
+    /// Label names: a closed pull request still shows its status label in the list.
+    pub labels: Vec<String>,
 }
 
 /// A branch (`refs/heads/<name>`) and where it points.

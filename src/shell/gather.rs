@@ -345,7 +345,7 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
     }
 }
 
-/// The issue side of pull request `number`: open, merged, and who closed it.
+/// The issue side of pull request `number`: open, merged, who closed it, and its labels.
 pub fn issue_fact(number: u64, issue: Issue) -> IssueFact {
     IssueFact {
         number,
@@ -355,6 +355,7 @@ pub fn issue_fact(number: u64, issue: Issue) -> IssueFact {
             .pull_request
             .as_ref()
             .is_some_and(|pull| pull.merged_at.is_some()),
+        labels: issue.labels.into_iter().map(|label| label.name).collect(),
     }
 }
 

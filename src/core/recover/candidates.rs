@@ -19,7 +19,9 @@ use super::liveness::{Alive, Liveness};
 use super::{Decider, RunSeen, Seen, Verdict};
 use crate::core::ledger::{Kept, Session, SessionState};
 use crate::core::outcome::{BranchOnCleanup, Outcome, StatusLabel};
-use crate::core::plan::{ActionGroup, LedgerExpectation};
+use crate::core::plan::{
+    Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
+};
 use crate::core::recover::ledger_plan::OutcomeRecord;
 use crate::core::snapshot::PullRequestFact;
 
@@ -335,6 +337,22 @@ fn reconcile_without_open_pull_request(
         },
     };
     let mut actions = Vec::new();
+    // The label goes first, checked on a fresh read: a pull request reopened meanwhile (or
+    // handed off) stops the whole group, its branch included.
+    let mut pull_request_check = None;
+    if let Some(number) = number
+        && let Some(action) = closed_pull_request_label(decider, number, outcome)
+    {
+        actions.push(action);
+        pull_request_check = Some(PullRequestCheck {
+            number,
+            head_sha: None,
+            author: decider.policy.bot.clone(),
+            draft: None,
+            handoff_label: decider.policy.handoff_label.clone(),
+            open: false,
+        });
+    }
     if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
         match maintainer_sweep(decider, &branch, ended_at, "its parent ended") {
             Ok(None) => {}
@@ -364,7 +382,7 @@ fn reconcile_without_open_pull_request(
     let group = ActionGroup {
         subject: id.to_string(),
         candidate: Some(id.to_string()),
-        pull_request_check: None,
+        pull_request_check,
         destructive: true,
         ledger_expectation: LedgerExpectation::FinishedByThisPass { parent_run: parent },
         independent: false,
@@ -378,6 +396,24 @@ fn reconcile_without_open_pull_request(
         reason,
         Some(group),
     );
+}
+
+/// The status label a reconciled session's closed (or merged) pull request shows from now on:
+/// its outcome's label, none for `closed-by-maintainer`, so that the list no longer says
+/// "in progress". A pull request handed off to maintainers is never touched.
+fn closed_pull_request_label(
+    decider: &mut Decider<'_>,
+    number: u64,
+    outcome: Outcome,
+) -> Option<Action> {
+    let Seen::Known(issue) = decider.issue(number) else {
+        return None;
+    };
+    let policy = decider.policy;
+    if issue.labels.contains(&policy.handoff_label) {
+        return None;
+    }
+    status_label_action_on(policy, number, &issue.labels, outcome.status_label())
 }
 
 /// An open bot pull request with no live session: abandoned (contract §5).

@@ -30,6 +30,7 @@ pub(super) fn cleanup_group(
         author: policy.bot.clone(),
         draft: Some(true),
         handoff_label: policy.handoff_label.clone(),
+        open: true,
     });
     match outcome.branch_on_cleanup() {
         BranchOnCleanup::KeptReady => {

@@ -46,6 +46,7 @@ pub(super) fn status_label_sync(
             author: policy.bot.clone(),
             draft: Some(true),
             handoff_label: policy.handoff_label.clone(),
+            open: true,
         }),
         destructive: false,
         ledger_expectation: LedgerExpectation::Nothing,

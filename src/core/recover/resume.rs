@@ -124,6 +124,7 @@ pub(super) fn resume_parked(decider: &mut Decider<'_>) {
                 author: policy.bot.clone(),
                 draft: Some(true),
                 handoff_label: policy.handoff_label.clone(),
+                open: true,
             }),
             destructive: false,
             ledger_expectation: LedgerExpectation::ResumedByThisPass,

@@ -307,8 +307,12 @@ impl Runner<'_> {
         };
         let labels: Vec<String> = pull.labels.iter().map(|label| label.name.clone()).collect();
         let number = check.number;
-        let changed = if pull.state != "open" {
-            Some(format!("#{number} is no longer open"))
+        let changed = if (pull.state == "open") != check.open {
+            Some(if check.open {
+                format!("#{number} is no longer open")
+            } else {
+                format!("#{number} was reopened")
+            })
         } else if pull.user.as_ref().map(|user| user.login.as_str()) != Some(check.author.as_str())
         {
             Some(format!("#{number} is not by {}", check.author))

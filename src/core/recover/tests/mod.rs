@@ -479,6 +479,7 @@ fn a_pull_request_closed_by_a_maintainer_ends_the_session_and_keeps_its_branch()
             open: false,
             closed_by: Some(MAINTAINER.into()),
             merged: false,
+            labels: vec!["klaud-in-progress".into()],
         }),
     );
 
@@ -488,7 +489,56 @@ fn a_pull_request_closed_by_a_maintainer_ends_the_session_and_keeps_its_branch()
         report(&plan, "a").outcome,
         Some(Outcome::ClosedByMaintainer)
     );
+    // `closed-by-maintainer` shows no status label; the branch stays.
+    assert_eq!(actions(&plan, "a"), ["remove the status labels of #7"]);
+
+    // Handed off before it was closed: not even its labels change.
+    world.snapshot.issues.insert(
+        7,
+        Ok(IssueFact {
+            number: 7,
+            open: false,
+            closed_by: Some(MAINTAINER.into()),
+            merged: false,
+            labels: vec!["klaud-in-progress".into(), "klaud-handoff".into()],
+        }),
+    );
+    let plan = world.plan();
     assert!(actions(&plan, "a").is_empty());
+}
+
+#[test]
+fn a_reconciled_pull_request_the_bot_closed_shows_its_outcome_label() {
+    let mut world = World::new();
+    world.session("a", SessionState::Live, FINISHED_PARENT, Some(7));
+    world.snapshot.issues.insert(
+        7,
+        Ok(IssueFact {
+            number: 7,
+            open: false,
+            closed_by: Some(BOT.into()),
+            merged: false,
+            labels: vec!["klaud-in-progress".into()],
+        }),
+    );
+    world
+        .snapshot
+        .sweeps
+        .insert(branch("a"), Ok(Listed::complete(Vec::new())));
+
+    let plan = world.plan();
+
+    assert_eq!(
+        report(&plan, "a").outcome,
+        Some(Outcome::NoOutcome),
+        "{:?}",
+        report(&plan, "a")
+    );
+    assert!(
+        actions(&plan, "a").contains(&"set status label klaud-error on #7".to_string()),
+        "{:?}",
+        actions(&plan, "a")
+    );
 }
 
 #[test]
@@ -509,6 +559,7 @@ fn a_pull_request_closed_by_the_bot_loses_its_leftover_branch() {
             open: false,
             closed_by: Some(BOT.into()),
             merged: false,
+            labels: Vec::new(),
         }),
     );
     world.snapshot.commits.insert(
@@ -534,6 +585,7 @@ fn a_pull_request_closed_by_the_bot_loses_its_leftover_branch() {
             open: false,
             closed_by: Some(MAINTAINER.into()),
             merged: false,
+            labels: Vec::new(),
         }),
     );
     let kept = world.plan();

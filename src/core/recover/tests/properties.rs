@@ -355,6 +355,7 @@ fn build(specs: &[CandidateSpec]) -> World {
                     open: false,
                     closed_by: closed.closed_by.login(),
                     merged: closed.merged,
+                    labels: Vec::new(),
                 }),
             );
             world.snapshot.commits.insert(
