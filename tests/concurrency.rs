@@ -122,12 +122,7 @@ fn trial(number: u64) -> TrialResult {
     let mut reported_total = 0;
     for (run_id, pass) in &passes {
         let reported: BTreeSet<String> = pass.selected_ids().into_iter().collect();
-        let stored: BTreeSet<String> = ledger
-            .sessions
-            .iter()
-            .filter(|session| session.parent_run == *run_id && session.state == SessionState::Live)
-            .map(|session| session.candidate.clone())
-            .collect();
+        let stored = live_sessions_started_by(&ledger, *run_id);
         assert_eq!(
             reported, stored,
             "trial {number}: run {run_id}'s claims (lost write?)"
@@ -246,6 +241,17 @@ fn mixed_world() -> recover_support::World {
 }
 
 /// What the newest session of `candidate` is in `ledger`.
+/// The candidates whose live session run `run` started, as the stored ledger says: what a select
+/// pass reported claiming must be exactly this, or a write was lost.
+fn live_sessions_started_by(ledger: &Ledger, run: u64) -> BTreeSet<String> {
+    ledger
+        .sessions
+        .iter()
+        .filter(|session| session.parent_run == run && session.state == SessionState::Live)
+        .map(|session| session.candidate.clone())
+        .collect()
+}
+
 fn newest(ledger: &Ledger, candidate: &str) -> Option<klaud::core::ledger::Session> {
     ledger
         .sessions
@@ -352,12 +358,7 @@ fn mixed_trial(number: u64, tally: &mut MixedTally) {
         match step {
             Step::Select => {
                 let reported: BTreeSet<String> = pass.ids("candidates").into_iter().collect();
-                let stored: BTreeSet<String> = ledger
-                    .sessions
-                    .iter()
-                    .filter(|s| s.parent_run == *run && s.state == SessionState::Live)
-                    .map(|s| s.candidate.clone())
-                    .collect();
+                let stored = live_sessions_started_by(&ledger, *run);
                 assert_eq!(
                     reported, stored,
                     "{context}: run {run}'s claims (lost write?)"
