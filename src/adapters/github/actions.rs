@@ -204,7 +204,7 @@ impl GitHubClient {
     pub async fn cancel_run(&self, run_id: u64) -> Result<RunCancel, GitHubError> {
         let path = self.repo_path(&format!("/actions/runs/{run_id}/cancel"));
         let request = ApiRequest::write(Method::POST, &path, None);
-        match self.send(request.clone()).await {
+        match self.send_write(request.clone()).await {
             Ok(_) => Ok(RunCancel::Requested),
             Err(error) if error.status() == Some(409) => Ok(RunCancel::AlreadyCompleted),
             Err(GitHubError::OutcomeUnknown { .. }) => {
@@ -212,7 +212,7 @@ impl GitHubClient {
                 if !run.is_active() {
                     return Ok(RunCancel::AlreadyCompleted);
                 }
-                match self.send(request).await {
+                match self.send_write(request).await {
                     Ok(_) => Ok(RunCancel::Requested),
                     Err(error) if error.status() == Some(409) => Ok(RunCancel::AlreadyCompleted),
                     Err(error) => Err(error),
@@ -241,7 +241,7 @@ impl GitHubClient {
             &path,
             Some(json!({"ref": git_ref, "inputs": inputs})),
         );
-        match self.send(request.clone()).await {
+        match self.send_write(request.clone()).await {
             Ok(_) => Ok(()),
             Err(GitHubError::OutcomeUnknown { .. }) => {
                 let recheck = RunFilter {
@@ -261,7 +261,7 @@ impl GitHubClient {
                 if dispatched {
                     return Ok(());
                 }
-                self.send(request).await.map(|_| ())
+                self.send_write(request).await.map(|_| ())
             }
             Err(error) => Err(error),
         }
@@ -283,7 +283,7 @@ impl GitHubClient {
             encode(workflow)
         ));
         let body = json!({"ref": git_ref, "inputs": inputs});
-        self.send(ApiRequest::write(Method::POST, &path, Some(body)))
+        self.send_write(ApiRequest::write(Method::POST, &path, Some(body)))
             .await
             .map(|_| ())
     }

@@ -51,6 +51,10 @@ pub enum GitHubError {
         path: String,
         detail: String,
     },
+    /// A write reached the client of a dry run outside the recording path (a defect: it is
+    /// refused, never sent).
+    #[error("{method} {path}: not sent in a dry run")]
+    DryRun { method: String, path: String },
     /// A GraphQL mutation answered with errors.
     #[error("graphql {operation}: {message}")]
     GraphQl { operation: String, message: String },

@@ -10,7 +10,11 @@ use super::error::GitHubError;
 use super::models::{Commit, ContentFile, ContentWrite, GitCommit, GitObject, GitReference};
 use super::pulls::encode;
 use super::transport::ApiRequest;
+use super::writes::Sent;
 use super::{GitHubClient, decode};
+
+/// The blob and commit sha a dry run's recorded file write stands for.
+pub const RECORDED_SHA: &str = "0000000000000000000000000000000000000000";
 
 /// A file read from a branch, with the blob sha a compare-and-swap write must name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +79,7 @@ impl GitHubClient {
     pub async fn delete_branch(&self, branch: &str) -> Result<BranchDeletion, GitHubError> {
         let path = self.repo_path(&format!("/git/refs/heads/{}", ref_path(branch)));
         match self
-            .send(ApiRequest::write(Method::DELETE, &path, None))
+            .send_write(ApiRequest::write(Method::DELETE, &path, None))
             .await
         {
             Ok(_) => Ok(BranchDeletion::Deleted),
@@ -164,10 +168,14 @@ impl GitHubClient {
             body["sha"] = json!(sha);
         }
         match self
-            .send(ApiRequest::write(Method::PUT, &request_path, Some(body)))
+            .send_write(ApiRequest::write(Method::PUT, &request_path, Some(body)))
             .await
         {
-            Ok(response) => {
+            Ok(Sent::Recorded) => Ok(FileWrite::Written {
+                blob_sha: RECORDED_SHA.into(),
+                commit_sha: RECORDED_SHA.into(),
+            }),
+            Ok(Sent::Response(response)) => {
                 let written: ContentWrite = decode(&response, "PUT", &request_path)?;
                 Ok(FileWrite::Written {
                     blob_sha: written.content.sha,
@@ -191,26 +199,36 @@ impl GitHubClient {
         let trees = self.repo_path("/git/trees");
         let tree =
             json!({"tree": [{"path": path, "mode": "100644", "type": "blob", "content": text}]});
-        let response = self
-            .send(ApiRequest::write(Method::POST, &trees, Some(tree)).idempotent())
+        let tree = self
+            .created_object(
+                ApiRequest::write(Method::POST, &trees, Some(tree)).idempotent(),
+                &trees,
+            )
             .await?;
-        let tree: GitObject = decode(&response, "POST", &trees)?;
 
         let commits = self.repo_path("/git/commits");
         let commit = json!({"message": message, "tree": tree.sha, "parents": []});
-        let response = self
-            .send(ApiRequest::write(Method::POST, &commits, Some(commit)).idempotent())
+        let commit = self
+            .created_object(
+                ApiRequest::write(Method::POST, &commits, Some(commit)).idempotent(),
+                &commits,
+            )
             .await?;
-        let commit: GitObject = decode(&response, "POST", &commits)?;
 
         let refs = self.repo_path("/git/refs");
         let reference = json!({"ref": format!("refs/heads/{branch}"), "sha": commit.sha});
         // Creating a ref answers 422 the second time, so repeating it is safe.
         match self
-            .send(ApiRequest::write(Method::POST, &refs, Some(reference)).idempotent())
+            .send_write(ApiRequest::write(Method::POST, &refs, Some(reference)).idempotent())
             .await
         {
-            Ok(_) => {}
+            Ok(Sent::Recorded) => {
+                return Ok(FileWrite::Written {
+                    blob_sha: RECORDED_SHA.into(),
+                    commit_sha: RECORDED_SHA.into(),
+                });
+            }
+            Ok(Sent::Response(_)) => {}
             Err(error) if is_existing_reference(&error) => {
                 // Our own earlier attempt may have created it: only then is it ours.
                 return match self.branch(branch).await? {
@@ -223,6 +241,20 @@ impl GitHubClient {
             Err(error) => return Err(error),
         }
         self.blob_of(branch, path, commit.sha).await
+    }
+
+    /// The git object a POST created (a recorded one stands for [`RECORDED_SHA`]).
+    async fn created_object(
+        &self,
+        request: ApiRequest,
+        path: &str,
+    ) -> Result<GitObject, GitHubError> {
+        match self.send_write(request).await? {
+            Sent::Response(response) => decode(&response, "POST", path),
+            Sent::Recorded => Ok(GitObject {
+                sha: RECORDED_SHA.into(),
+            }),
+        }
     }
 
     async fn blob_of(

@@ -6,6 +6,7 @@
 //! `GITHUB_GRAPHQL_URL`, so GitHub Enterprise Server works the same way.
 
 pub mod actions;
+pub mod batch;
 pub mod budget;
 pub mod error;
 pub mod event;
@@ -15,6 +16,7 @@ pub mod models;
 pub mod pagination;
 pub mod pulls;
 pub mod transport;
+pub mod writes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +26,7 @@ use serde::de::DeserializeOwned;
 use budget::{RequestBudget, RequestCounts};
 use error::GitHubError;
 use transport::{ApiRequest, ApiResponse, RetryPolicy, Transport};
+use writes::{Sent, WriteRecorder};
 
 /// Everything needed to reach one repository.
 #[derive(Clone)]
@@ -106,6 +109,10 @@ pub struct GitHubClient {
     repository_path: String,
     repository: String,
     settings: GitHubSettings,
+    /// Set in a dry run: writes are recorded (and charged to the budget), never sent.
+    recorder: Option<Arc<WriteRecorder>>,
+    /// The repository's GraphQL node id, once a query has named it.
+    repository_node_id: std::sync::OnceLock<String>,
 }
 
 /// Names the repository and the API, never the token.
@@ -132,7 +139,22 @@ impl GitHubClient {
             token: token.to_string(),
             ..self.settings.clone()
         };
-        Self::with_budget(&settings, Arc::clone(&self.transport.budget))
+        let mut client = Self::with_budget(&settings, Arc::clone(&self.transport.budget))?;
+        client.recorder = self.recorder.clone();
+        Ok(client)
+    }
+
+    /// This client, recording its writes in `recorder` instead of sending them: reads are sent
+    /// as usual, every write is charged to the budget and answered as GitHub would answer it
+    /// when it succeeds. A dry run applies its plan through such a client.
+    pub fn recording_writes(mut self, recorder: Arc<WriteRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// True when writes are recorded, not sent.
+    pub fn records_writes(&self) -> bool {
+        self.recorder.is_some()
     }
 
     fn with_budget(settings: &GitHubSettings, budget: Arc<RequestBudget>) -> Result<Self, String> {
@@ -164,6 +186,8 @@ impl GitHubClient {
             repository_path: format!("/repos/{}", settings.repository),
             repository: settings.repository.clone(),
             settings: settings.clone(),
+            recorder: None,
+            repository_node_id: std::sync::OnceLock::new(),
         })
     }
 
@@ -187,8 +211,30 @@ impl GitHubClient {
         format!("{}{suffix}", self.repository_path)
     }
 
+    /// Sends a read. A write must go through [`Self::send_write`], so that a dry run can
+    /// record it; one that does not is refused in a dry run rather than sent.
     async fn send(&self, request: ApiRequest) -> Result<ApiResponse, GitHubError> {
+        if self.recorder.is_some() && request.idempotency.kind() == budget::RequestKind::Write {
+            return Err(GitHubError::DryRun {
+                method: request.method.to_string(),
+                path: request.path_and_query.clone(),
+            });
+        }
         self.transport.send(&request).await
+    }
+
+    /// Sends a write, or in a dry run records it (charged to the budget like a sent one).
+    async fn send_write(&self, request: ApiRequest) -> Result<Sent, GitHubError> {
+        match &self.recorder {
+            Some(recorder) => {
+                self.transport
+                    .budget
+                    .charge(budget::RequestKind::Write, false)?;
+                recorder.record(&request);
+                Ok(Sent::Recorded)
+            }
+            None => self.transport.send(&request).await.map(Sent::Response),
+        }
     }
 
     async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, GitHubError> {

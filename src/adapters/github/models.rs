@@ -17,6 +17,9 @@ pub struct Account {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Repository {
     pub full_name: String,
+    /// Its GraphQL id (what `updateRefs` names).
+    #[serde(default)]
+    pub node_id: String,
     pub default_branch: String,
     #[serde(default)]
     pub fork: bool,

@@ -7,6 +7,7 @@ use serde_json::json;
 use super::error::GitHubError;
 use super::models::{Comment, Commit, Issue, Label, PullRequest, PullRequestFile, PullRequestSize};
 use super::transport::ApiRequest;
+use super::writes::Sent;
 use super::{GitHubClient, Listing, decode};
 
 /// The most changed files GitHub lists for one pull request.
@@ -18,14 +19,18 @@ pub enum CommentPosted {
     Created(Comment),
     /// The first POST's outcome was unknown and the re-check found it had been created.
     FoundAfterUncertainPost(Comment),
+    /// A dry run recorded the POST instead of sending it.
+    Recorded,
 }
 
 impl CommentPosted {
-    pub fn comment(&self) -> &Comment {
+    /// The comment on GitHub (none for a recorded one).
+    pub fn comment(&self) -> Option<&Comment> {
         match self {
             CommentPosted::Created(comment) | CommentPosted::FoundAfterUncertainPost(comment) => {
-                comment
+                Some(comment)
             }
+            CommentPosted::Recorded => None,
         }
     }
 }
@@ -105,22 +110,21 @@ impl GitHubClient {
     }
 
     /// Closes a pull request (PATCH, idempotent).
-    pub async fn close_pull_request(&self, number: u64) -> Result<PullRequest, GitHubError> {
+    pub async fn close_pull_request(&self, number: u64) -> Result<(), GitHubError> {
         let path = self.repo_path(&format!("/pulls/{number}"));
-        let response = self
-            .send(ApiRequest::write(
-                Method::PATCH,
-                &path,
-                Some(json!({"state": "closed"})),
-            ))
-            .await?;
-        decode(&response, "PATCH", &path)
+        self.send_write(ApiRequest::write(
+            Method::PATCH,
+            &path,
+            Some(json!({"state": "closed"})),
+        ))
+        .await?;
+        Ok(())
     }
 
     /// Adds labels (POST, but adding a present label changes nothing, so it may be repeated).
     pub async fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), GitHubError> {
         let path = self.repo_path(&format!("/issues/{number}/labels"));
-        self.send(
+        self.send_write(
             ApiRequest::write(Method::POST, &path, Some(json!({ "labels": labels }))).idempotent(),
         )
         .await?;
@@ -131,7 +135,7 @@ impl GitHubClient {
     pub async fn remove_label(&self, number: u64, label: &str) -> Result<(), GitHubError> {
         let path = self.repo_path(&format!("/issues/{number}/labels/{}", encode(label)));
         match self
-            .send(ApiRequest::write(Method::DELETE, &path, None))
+            .send_write(ApiRequest::write(Method::DELETE, &path, None))
             .await
         {
             Ok(_) => Ok(()),
@@ -164,8 +168,11 @@ impl GitHubClient {
         debug_assert!(body.contains(marker), "the body carries its marker");
         let path = self.repo_path(&format!("/issues/{number}/comments"));
         let request = ApiRequest::write(Method::POST, &path, Some(json!({ "body": body })));
-        match self.send(request.clone()).await {
-            Ok(response) => Ok(CommentPosted::Created(decode(&response, "POST", &path)?)),
+        match self.send_write(request.clone()).await {
+            Ok(Sent::Recorded) => Ok(CommentPosted::Recorded),
+            Ok(Sent::Response(response)) => {
+                Ok(CommentPosted::Created(decode(&response, "POST", &path)?))
+            }
             Err(GitHubError::OutcomeUnknown { .. }) => {
                 let existing = self.comments(number).await?;
                 if let Some(comment) = existing
@@ -174,28 +181,27 @@ impl GitHubClient {
                 {
                     return Ok(CommentPosted::FoundAfterUncertainPost(comment));
                 }
-                let response = self.send(request).await?;
-                Ok(CommentPosted::Created(decode(&response, "POST", &path)?))
+                match self.send_write(request).await? {
+                    Sent::Response(response) => {
+                        Ok(CommentPosted::Created(decode(&response, "POST", &path)?))
+                    }
+                    Sent::Recorded => Ok(CommentPosted::Recorded),
+                }
             }
             Err(error) => Err(error),
         }
     }
 
     /// Replaces a comment's body (PATCH, idempotent).
-    pub async fn update_comment(
-        &self,
-        comment_id: u64,
-        body: &str,
-    ) -> Result<Comment, GitHubError> {
+    pub async fn update_comment(&self, comment_id: u64, body: &str) -> Result<(), GitHubError> {
         let path = self.repo_path(&format!("/issues/comments/{comment_id}"));
-        let response = self
-            .send(ApiRequest::write(
-                Method::PATCH,
-                &path,
-                Some(json!({ "body": body })),
-            ))
-            .await?;
-        decode(&response, "PATCH", &path)
+        self.send_write(ApiRequest::write(
+            Method::PATCH,
+            &path,
+            Some(json!({ "body": body })),
+        ))
+        .await?;
+        Ok(())
     }
 }
 

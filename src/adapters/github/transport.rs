@@ -36,7 +36,7 @@ pub enum Idempotency {
 }
 
 impl Idempotency {
-    fn kind(self) -> RequestKind {
+    pub fn kind(self) -> RequestKind {
         match self {
             Idempotency::Read => RequestKind::Read,
             Idempotency::IdempotentWrite | Idempotency::NonIdempotent => RequestKind::Write,

@@ -182,6 +182,7 @@ fn failure_kind(error: &GitHubError) -> String {
         }
         GitHubError::BudgetExhausted { .. } => "read budget used up".to_string(),
         GitHubError::Decode { .. } | GitHubError::GraphQl { .. } => "unreadable answer".to_string(),
+        GitHubError::DryRun { .. } => "not sent in a dry run".to_string(),
     }
 }
 
