@@ -33,7 +33,7 @@ use klaud::adapters::github::{GitHubClient, GitHubSettings};
 use klaud::core::policy::Policy;
 use klaud::shell::config::Config;
 use klaud::shell::github::GitHubConnection;
-use klaud::shell::modes::recover::{INSPECTION_READS_PER_PASS, PassReport, PassSettings, run_pass};
+use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassReport, PassSettings, run_pass};
 
 const SEED: u64 = 42;
 const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
@@ -59,12 +59,12 @@ fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
     let label_client = client
         .with_token(scenario::LABEL_TOKEN)
         .expect("valid settings");
-    GitHubConnection {
+    GitHubConnection::new(
         client,
         label_client,
-        max_operations: settings.max_writes,
-        max_reads: settings.max_reads,
-    }
+        settings.max_writes,
+        settings.max_reads,
+    )
 }
 
 async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
@@ -72,8 +72,7 @@ async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
     let settings = PassSettings {
         own_run: OWN_RUN,
         now: time(NOW),
-        dry_run: false,
-        inspection_reads: INSPECTION_READS_PER_PASS,
+        inspections: INSPECTIONS_PER_PASS,
     };
     let started = Instant::now();
     let report = run_pass(&connection, &policy(), &settings)

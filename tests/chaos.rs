@@ -47,7 +47,7 @@ use klaud::shell::config::Config;
 use klaud::shell::environment::Environment;
 use klaud::shell::github::GitHubConnection;
 use klaud::shell::modes::StepContext;
-use klaud::shell::modes::recover::{INSPECTION_READS_PER_PASS, PassSettings, run_pass};
+use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassSettings, run_pass};
 use klaud::shell::outputs::Reporter;
 use recover_support::*;
 
@@ -359,12 +359,12 @@ fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
     settings.retry = fast_retries();
     let client = GitHubClient::new(&settings).unwrap();
     let label_client = client.with_token(LABEL_TOKEN).unwrap();
-    GitHubConnection {
+    GitHubConnection::new(
         client,
         label_client,
-        max_operations: settings.max_writes,
-        max_reads: settings.max_reads,
-    }
+        settings.max_writes,
+        settings.max_reads,
+    )
 }
 
 /// `klaud select` or `klaud finish` in process, as run `run_id`, with `arguments` after the mode.
@@ -483,8 +483,7 @@ async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result
             let settings = PassSettings {
                 own_run,
                 now: Utc::now(),
-                dry_run: false,
-                inspection_reads: INSPECTION_READS_PER_PASS,
+                inspections: INSPECTIONS_PER_PASS,
             };
             run_pass(&connection(server), &policy, &settings)
                 .await

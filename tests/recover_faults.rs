@@ -30,7 +30,7 @@ use klaud::adapters::github::{GitHubClient, GitHubSettings};
 use klaud::core::ledger::{Ledger, SessionState};
 use klaud::shell::config::Config;
 use klaud::shell::github::GitHubConnection;
-use klaud::shell::modes::recover::{INSPECTION_READS_PER_PASS, PassSettings, run_pass};
+use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassSettings, run_pass};
 use recover_support::*;
 
 const OWN_RUN: u64 = 55_000_000_001;
@@ -204,12 +204,12 @@ fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
     };
     let client = GitHubClient::new(&settings).unwrap();
     let label_client = client.with_token(LABEL_TOKEN).unwrap();
-    GitHubConnection {
+    GitHubConnection::new(
         client,
         label_client,
-        max_operations: settings.max_writes,
-        max_reads: settings.max_reads,
-    }
+        settings.max_writes,
+        settings.max_reads,
+    )
 }
 
 /// A protected object as it was: pull request fields, branch shas, run statuses.
@@ -300,8 +300,7 @@ async fn one_pass(seed: u64) -> String {
     let settings = PassSettings {
         own_run: OWN_RUN,
         now: Utc::now(),
-        dry_run: false,
-        inspection_reads: INSPECTION_READS_PER_PASS,
+        inspections: INSPECTIONS_PER_PASS,
     };
     let result = run_pass(&connection, &policy, &settings).await;
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::ledger::{Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
-use super::plan::{Action, status_label_action};
+use super::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action};
 use super::policy::Policy;
 use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
 
@@ -86,21 +86,38 @@ pub struct FinishPlan {
     /// Post or refresh the completion receipt on the pull request.
     pub receipt: bool,
     /// The pull request as examined: re-read and compared just before its first change.
-    pub examined: Option<Examined>,
+    pub check: Option<PullRequestCheck>,
     /// Runs cancelled first; the changes below wait until they ended (bounded).
     pub cancel: Vec<Action>,
     /// Pull request and branch changes, in order.
     pub actions: Vec<Action>,
 }
 
-/// What the pull request must still look like when it is changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Examined {
-    pub head_sha: String,
-    pub open: bool,
-    pub draft: bool,
-    pub handoff_label: String,
+impl FinishPlan {
+    /// The plan's writes as the one group the executor applies: the runs cancelled first, then
+    /// the receipt (`receipt_body`, made by [`receipt_body`]) and the pull request and branch
+    /// changes, all behind the re-check of the pull request. `None` when there is nothing to
+    /// send.
+    pub fn action_group(&self, receipt_body: String, parent_run: u64) -> Option<ActionGroup> {
+        let mut actions = self.cancel.clone();
+        if let (true, Some(number)) = (self.receipt, self.pull_request) {
+            actions.push(Action::PostReceipt {
+                pull_request: number,
+                marker: receipt_marker(&self.candidate, parent_run),
+                body: receipt_body,
+            });
+        }
+        actions.extend(self.actions.iter().cloned());
+        (!actions.is_empty()).then(|| ActionGroup {
+            subject: self.candidate.clone(),
+            candidate: Some(self.candidate.clone()),
+            pull_request_check: self.check.clone(),
+            destructive: false,
+            ledger_expectation: LedgerExpectation::Nothing,
+            independent: false,
+            actions,
+        })
+    }
 }
 
 /// Decides `finish` for `session` (the candidate's newest session) and the facts read.
@@ -117,11 +134,13 @@ pub fn decide(
         reason: String::new(),
         pull_request: facts.pull.as_ref().map(|pull| pull.number),
         receipt: false,
-        examined: facts.pull.as_ref().map(|pull| Examined {
-            head_sha: pull.head_sha.clone(),
-            open: pull.open,
-            draft: pull.draft,
+        check: facts.pull.as_ref().map(|pull| PullRequestCheck {
+            number: pull.number,
+            head_sha: Some(pull.head_sha.clone()),
+            author: policy.bot.clone(),
+            draft: Some(pull.draft),
             handoff_label: policy.handoff_label.clone(),
+            open: pull.open,
         }),
         cancel: Vec::new(),
         actions: Vec::new(),
@@ -427,6 +446,7 @@ fn push_branch_deletion(plan: &mut FinishPlan, pull: &PullRequestFact, facts: &F
         Some(sha) if *sha == pull.head_sha => plan.actions.push(Action::DeleteBranch {
             branch: pull.head_branch.clone(),
             expected_sha: sha.clone(),
+            closed_pull_request: pull.number,
         }),
         Some(sha) => plan
             .reason

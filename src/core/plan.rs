@@ -44,15 +44,25 @@ pub enum Action {
     ClosePullRequest {
         pull_request: u64,
     },
-    /// Delete a branch only while it still points at `expected_sha`.
+    /// Delete a branch only while it still points at `expected_sha`, and only while GitHub says
+    /// the bot closed `closed_pull_request` (closing one a maintainer closed a moment earlier
+    /// also succeeds, and leaves it the maintainer's: contract §4 keeps its branch).
     DeleteBranch {
         branch: String,
         expected_sha: String,
+        closed_pull_request: u64,
     },
     /// Delete a legacy lock ref only while it still points at `expected_sha`.
     DeleteLockRef {
         name: String,
         expected_sha: String,
+    },
+    /// Post the session's completion receipt, or refresh the bot's comment carrying `marker` in
+    /// place (nothing is sent when its text is already `body`).
+    PostReceipt {
+        pull_request: u64,
+        marker: String,
+        body: String,
     },
     /// Start a candidate's workflow again (`workflow_dispatch` with the candidate as input).
     DispatchCandidate {
@@ -70,18 +80,38 @@ impl Action {
             | Action::RemoveLabel { pull_request, .. }
             | Action::MarkReady { pull_request, .. }
             | Action::ConvertToDraft { pull_request, .. }
-            | Action::ClosePullRequest { pull_request } => Some(*pull_request),
+            | Action::ClosePullRequest { pull_request }
+            | Action::PostReceipt { pull_request, .. } => Some(*pull_request),
             _ => None,
         }
     }
 
-    /// Writes this action sends at most when nothing goes wrong.
+    /// Writes this action sends at most when nothing goes wrong. A ref deletion is one write
+    /// when sent alone; the executor sends many in one request and charges the request.
     pub fn writes(&self) -> u64 {
         match self {
             // Usually one label added and the previous one removed.
             Action::SetStatusLabel { .. } => 2,
             _ => 1,
         }
+    }
+
+    /// A branch or lock ref deletion (sent in batches, conditional on the sha checked).
+    pub fn is_ref_deletion(&self) -> bool {
+        matches!(
+            self,
+            Action::DeleteBranch { .. } | Action::DeleteLockRef { .. }
+        )
+    }
+
+    /// Whether the group's pull request check must hold before this action is sent: every
+    /// action but cancelling a run and deleting a ref, which re-check their own targets (a
+    /// resume's dispatch too: a handed-off pull request is not resumed).
+    pub fn rests_on_pull_request(&self) -> bool {
+        !matches!(
+            self,
+            Action::CancelRun { .. } | Action::DeleteBranch { .. } | Action::DeleteLockRef { .. }
+        )
     }
 }
 
@@ -152,6 +182,7 @@ impl fmt::Display for Action {
             Action::DeleteBranch {
                 branch,
                 expected_sha,
+                ..
             } => write!(
                 formatter,
                 "delete branch {branch} (if still at {})",
@@ -161,6 +192,10 @@ impl fmt::Display for Action {
                 formatter,
                 "delete legacy lock ref {name} (if still at {})",
                 short(expected_sha)
+            ),
+            Action::PostReceipt { pull_request, .. } => write!(
+                formatter,
+                "post or refresh the completion receipt on #{pull_request}"
             ),
             Action::DispatchCandidate {
                 candidate,
@@ -257,6 +292,7 @@ mod tests {
             Action::DeleteBranch {
                 branch: "klaud/auto-a".into(),
                 expected_sha: "0123456789abcdef".into(),
+                closed_pull_request: 3,
             },
         ];
         let lines: Vec<String> = actions.iter().map(ToString::to_string).collect();

@@ -4,17 +4,21 @@
 //! the branches under the candidate and lock prefixes, and the repository's active runs (queued,
 //! then in progress, then waiting: read in the order runs move, so a run changing state between
 //! two listings is still seen once). Then, in rounds, exactly the details the decision asks for
-//! (`core::recover::details_needed`), each round's reads in parallel. A listing that fails or is
-//! cut short is kept as incomplete, never as a shorter truth.
+//! (`core::recover::details_needed`), each round's reads in parallel: runs, jobs and sweep
+//! listings by REST; a branch's pull requests, a pull request (who closed it, its commits) and a
+//! commit's message in batched GraphQL reads, many objects a request. A pull request read
+//! through its branch brings who closed it and its commits along, so later rounds need not ask.
+//! A listing that fails or is cut short is kept as incomplete, never as a shorter truth.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
 use futures::future::join_all;
 
 use crate::adapters::github::actions::RunFilter;
+use crate::adapters::github::batch::{DetailAnswers, DetailBatch, PullRequestCommits};
 use crate::adapters::github::error::GitHubError;
-use crate::adapters::github::models::{Issue, Job, PullRequest, WorkflowRun};
+use crate::adapters::github::models::{Commit, Issue, Job, PullRequest, WorkflowRun};
 use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::policy::Policy;
@@ -174,15 +178,11 @@ fn branch_listing(
     }
 }
 
-/// One detail read.
+/// One detail read by REST.
 enum Detail {
     Run(u64, Read<RunState>),
     Jobs(u64, Read<Vec<JobFact>>),
-    Commits(u64, Read<CommitsFact>),
     Sweeps(String, Read<Listed<RunFact>>),
-    Issue(u64, Read<IssueFact>),
-    BranchPullRequests(String, Read<Vec<PullRequestFact>>),
-    CommitMessage(String, Read<String>),
     DefaultBranch(Read<String>),
 }
 
@@ -217,25 +217,6 @@ async fn read_details(
             Detail::Jobs(id, jobs.map_err(|error| describe(&error)))
         }));
     }
-    for number in needs.commits {
-        reads.push(Box::pin(async move {
-            let commits = client
-                .pull_request_commits(number)
-                .await
-                .map(|commits| CommitsFact {
-                    complete: commits.len() < LISTED_COMMITS_CAP,
-                    commits: commits
-                        .into_iter()
-                        .map(|commit| CommitFact {
-                            sha: commit.sha,
-                            author: commit.author.map(|account| account.login),
-                            committer: commit.committer.map(|account| account.login),
-                        })
-                        .collect(),
-                });
-            Detail::Commits(number, commits.map_err(|error| describe(&error)))
-        }));
-    }
     for branch in needs.sweeps {
         let filter = RunFilter {
             branch: Some(branch.clone()),
@@ -257,32 +238,6 @@ async fn read_details(
             Detail::Sweeps(branch, listed)
         }));
     }
-    for number in needs.issues {
-        reads.push(Box::pin(async move {
-            let issue = client
-                .issue(number)
-                .await
-                .map(|issue| issue_fact(number, issue));
-            Detail::Issue(number, issue.map_err(|error| describe(&error)))
-        }));
-    }
-    for branch in needs.branch_pull_requests {
-        reads.push(Box::pin(async move {
-            let pulls = client.pull_requests_for_branch(&branch).await.map(|pulls| {
-                pulls
-                    .iter()
-                    .map(|pull| pull_request_fact(pull, repository))
-                    .collect()
-            });
-            Detail::BranchPullRequests(branch, pulls.map_err(|error| describe(&error)))
-        }));
-    }
-    for sha in needs.commit_messages {
-        reads.push(Box::pin(async move {
-            let message = client.git_commit(&sha).await.map(|commit| commit.message);
-            Detail::CommitMessage(sha, message.map_err(|error| describe(&error)))
-        }));
-    }
     if needs.default_branch {
         reads.push(Box::pin(async move {
             let branch = client
@@ -292,10 +247,26 @@ async fn read_details(
             Detail::DefaultBranch(branch.map_err(|error| describe(&error)))
         }));
     }
-    let details: Vec<Detail> = futures::stream::iter(reads)
-        .buffer_unordered(READ_CONCURRENCY)
-        .collect()
-        .await;
+    let batch = DetailBatch {
+        branch_pull_requests: needs.branch_pull_requests,
+        pull_requests: needs.issues.union(&needs.commits).copied().collect(),
+        commit_messages: needs.commit_messages,
+    };
+    let (details, answers) = tokio::join!(
+        futures::stream::iter(reads)
+            .buffer_unordered(READ_CONCURRENCY)
+            .collect::<Vec<Detail>>(),
+        client.read_detail_batch(&batch),
+    );
+    take_batch(
+        client,
+        snapshot,
+        &needs.issues,
+        &needs.commits,
+        answers,
+        repository,
+    )
+    .await;
     for detail in details {
         match detail {
             Detail::Run(id, state) => {
@@ -304,23 +275,111 @@ async fn read_details(
             Detail::Jobs(id, jobs) => {
                 snapshot.planner_jobs.insert(id, jobs);
             }
-            Detail::Commits(number, commits) => {
-                snapshot.commits.insert(number, commits);
-            }
             Detail::Sweeps(branch, runs) => {
                 snapshot.sweeps.insert(branch, runs);
             }
-            Detail::Issue(number, issue) => {
-                snapshot.issues.insert(number, issue);
-            }
-            Detail::BranchPullRequests(branch, pulls) => {
-                snapshot.branch_pull_requests.insert(branch, pulls);
-            }
-            Detail::CommitMessage(sha, message) => {
-                snapshot.commit_messages.insert(sha, message);
-            }
             Detail::DefaultBranch(branch) => snapshot.default_branch = Some(branch),
         }
+    }
+}
+
+/// What the batched read answered, into the snapshot: each object asked for, and what came
+/// along (who closed each pull request of a branch, and its commits) where the snapshot does not
+/// hold it yet. A pull request with more commits than one batch reads is read again by REST.
+async fn take_batch(
+    client: &GitHubClient,
+    snapshot: &mut Snapshot,
+    issues: &BTreeSet<u64>,
+    commits: &BTreeSet<u64>,
+    answers: DetailAnswers,
+    repository: &str,
+) {
+    for (branch, pulls) in answers.branch_pull_requests {
+        let pulls = match pulls {
+            Ok(pulls) => pulls,
+            Err(error) => {
+                snapshot
+                    .branch_pull_requests
+                    .insert(branch, Err(describe(&error)));
+                continue;
+            }
+        };
+        for detail in &pulls {
+            let number = detail.pull.number;
+            snapshot
+                .issues
+                .entry(number)
+                .or_insert_with(|| Ok(issue_fact(number, detail.issue.clone())));
+            if detail.commits.complete() {
+                snapshot
+                    .commits
+                    .entry(number)
+                    .or_insert_with(|| Ok(commits_fact(&detail.commits)));
+            }
+        }
+        let facts = pulls
+            .iter()
+            .map(|detail| pull_request_fact(&detail.pull, repository))
+            .collect();
+        snapshot.branch_pull_requests.insert(branch, Ok(facts));
+    }
+    let mut beyond_the_batch = Vec::new();
+    for (number, detail) in answers.pull_requests {
+        if issues.contains(&number) {
+            let issue = detail
+                .as_ref()
+                .map(|detail| issue_fact(number, detail.issue.clone()))
+                .map_err(describe);
+            snapshot.issues.insert(number, issue);
+        }
+        if commits.contains(&number) {
+            match detail {
+                Ok(detail) if !detail.commits.complete() => beyond_the_batch.push(number),
+                Ok(detail) => {
+                    snapshot
+                        .commits
+                        .insert(number, Ok(commits_fact(&detail.commits)));
+                }
+                Err(error) => {
+                    snapshot.commits.insert(number, Err(describe(&error)));
+                }
+            }
+        }
+    }
+    let long: Vec<(u64, Read<CommitsFact>)> =
+        futures::stream::iter(beyond_the_batch.into_iter().map(|number| async move {
+            let commits = client
+                .pull_request_commits(number)
+                .await
+                .map(|commits| CommitsFact {
+                    complete: commits.len() < LISTED_COMMITS_CAP,
+                    commits: commits.into_iter().map(commit_fact).collect(),
+                });
+            (number, commits.map_err(|error| describe(&error)))
+        }))
+        .buffer_unordered(READ_CONCURRENCY)
+        .collect()
+        .await;
+    snapshot.commits.extend(long);
+    for (sha, message) in answers.commit_messages {
+        snapshot
+            .commit_messages
+            .insert(sha, message.map_err(|error| describe(&error)));
+    }
+}
+
+fn commits_fact(commits: &PullRequestCommits) -> CommitsFact {
+    CommitsFact {
+        complete: commits.complete(),
+        commits: commits.commits.iter().cloned().map(commit_fact).collect(),
+    }
+}
+
+fn commit_fact(commit: Commit) -> CommitFact {
+    CommitFact {
+        sha: commit.sha,
+        author: commit.author.map(|account| account.login),
+        committer: commit.committer.map(|account| account.login),
     }
 }
 

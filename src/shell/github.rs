@@ -6,7 +6,10 @@ use serde::Serialize;
 
 use super::error::StepError;
 use super::modes::StepContext;
+use std::sync::Arc;
+
 use crate::adapters::github::budget::RequestCounts;
+use crate::adapters::github::writes::{RecordedWrite, WriteRecorder};
 use crate::adapters::github::{GitHubClient, GitHubSettings, token_problem};
 
 /// Flags of every mode that talks to GitHub.
@@ -33,7 +36,8 @@ pub struct GitHubArgs {
     pub max_reads: u64,
 }
 
-/// The clients of one pass: both count against one budget.
+/// The clients of one pass: both count against one budget, and in a dry run both record
+/// their writes in one recorder instead of sending them.
 #[derive(Debug)]
 pub struct GitHubConnection {
     /// Acts as the bot (`github-token`).
@@ -42,6 +46,7 @@ pub struct GitHubConnection {
     pub label_client: GitHubClient,
     pub max_operations: u64,
     pub max_reads: u64,
+    recorder: Option<Arc<WriteRecorder>>,
 }
 
 /// Builds the clients; a missing repository or token is bad input.
@@ -90,11 +95,16 @@ pub fn connect(
             .with_token(&token)
             .map_err(|message| StepError::bad_input("github-token", message))?,
     };
-    Ok(GitHubConnection {
+    let connection = GitHubConnection::new(
         client,
         label_client,
-        max_operations: arguments.max_operations,
-        max_reads: arguments.max_reads,
+        arguments.max_operations,
+        arguments.max_reads,
+    );
+    Ok(if context.dry_run {
+        connection.recording()
+    } else {
+        connection
     })
 }
 
@@ -119,6 +129,42 @@ pub struct RequestReport {
 }
 
 impl GitHubConnection {
+    /// A connection that sends what it is asked to send.
+    pub fn new(
+        client: GitHubClient,
+        label_client: GitHubClient,
+        max_operations: u64,
+        max_reads: u64,
+    ) -> Self {
+        GitHubConnection {
+            client,
+            label_client,
+            max_operations,
+            max_reads,
+            recorder: None,
+        }
+    }
+
+    /// The same connection for a dry run: reads are sent, writes recorded (and charged to the
+    /// budget) instead.
+    pub fn recording(self) -> Self {
+        let recorder = Arc::new(WriteRecorder::default());
+        GitHubConnection {
+            client: self.client.recording_writes(Arc::clone(&recorder)),
+            label_client: self.label_client.recording_writes(Arc::clone(&recorder)),
+            recorder: Some(recorder),
+            ..self
+        }
+    }
+
+    /// The writes a dry run recorded, in order (none for a real pass).
+    pub fn recorded_writes(&self) -> Vec<RecordedWrite> {
+        self.recorder
+            .as_ref()
+            .map(|recorder| recorder.writes())
+            .unwrap_or_default()
+    }
+
     pub fn report(&self) -> RequestReport {
         RequestReport {
             counts: self.client.request_counts(),

@@ -1,11 +1,11 @@
 //! The imperative shell: command line, configuration, environment, outputs and one module per
 //! mode. It turns arguments into a finished step and an exit code.
 
-pub mod apply;
 pub mod cli;
 pub mod config;
 pub mod environment;
 pub mod error;
+pub mod execute;
 pub mod gather;
 pub mod github;
 pub mod modes;

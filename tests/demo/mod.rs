@@ -371,11 +371,12 @@ fn report_finish(account: &mut Account, record: &Value) {
         text(&plan["reason"]),
         text(&record["ledger"]),
     ));
-    for step in record["applied"]["steps"].as_array().into_iter().flatten() {
+    let groups = record["applied"]["groups"].as_array().into_iter().flatten();
+    for action in groups.flat_map(|group| group["actions"].as_array().into_iter().flatten()) {
         account.line(format!(
             "    did: {} → {}",
-            text(&step["description"]),
-            text(&step["result"]),
+            text(&action["description"]),
+            text(&action["result"]["detail"]),
         ));
     }
 }

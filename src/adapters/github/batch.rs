@@ -21,7 +21,7 @@ use super::models::{
 };
 
 /// Objects asked for in one request (GitHub's node limit is far above what this asks).
-pub const OBJECTS_PER_QUERY: usize = 25;
+pub const OBJECTS_PER_QUERY: usize = 50;
 /// Pull requests listed per branch; klaud opens one per candidate branch.
 pub const PULL_REQUESTS_PER_BRANCH: usize = 20;
 /// Commits read per pull request (GitHub pages connections at 100).
@@ -226,7 +226,7 @@ fn problem_of<'a>(problems: &'a [GraphQlProblem], alias: &str) -> Option<&'a Gra
 /// One object's answer, decoded.
 enum ReadObject {
     Branch(Vec<PullRequestDetail>),
-    Pull(PullRequestDetail),
+    Pull(Box<PullRequestDetail>),
     Message(String),
 }
 
@@ -253,7 +253,8 @@ impl Asked {
                     .map(ReadObject::Branch)
             }
             Asked::Pull(_) if value.is_null() => Err("no such pull request".into()),
-            Asked::Pull(_) => pull_request_detail(value, repository).map(ReadObject::Pull),
+            Asked::Pull(_) => pull_request_detail(value, repository)
+                .map(|detail| ReadObject::Pull(Box::new(detail))),
             Asked::Message(_) => value
                 .get("message")
                 .and_then(Value::as_str)
@@ -284,7 +285,7 @@ impl DetailAnswers {
                 self.branch_pull_requests.insert(branch.clone(), Ok(pulls));
             }
             (Asked::Pull(number), ReadObject::Pull(pull)) => {
-                self.pull_requests.insert(*number, Ok(pull));
+                self.pull_requests.insert(*number, Ok(*pull));
             }
             (Asked::Message(sha), ReadObject::Message(message)) => {
                 self.commit_messages.insert(sha.clone(), Ok(message));

@@ -69,6 +69,7 @@ pub(super) fn cleanup_group(
                     Some(sha) if sha == pull.head_sha => actions.push(Action::DeleteBranch {
                         branch: pull.head_branch.clone(),
                         expected_sha: sha,
+                        closed_pull_request: pull.number,
                     }),
                     Some(sha) => reason.push_str(&format!(
                         "; branch kept: it moved to {} after the pull request's head",

@@ -185,5 +185,6 @@ pub(super) fn deletable_branch(
     Ok(Some(Action::DeleteBranch {
         branch: branch.to_string(),
         expected_sha: sha,
+        closed_pull_request: number,
     }))
 }

@@ -7,10 +7,11 @@
 //!   their parent run finished, by the pass holding the recovery lease. The parent is read from
 //!   the ref's name (`klaud/recovery-<run>-<candidate>`) or else from its commit message.
 //!
-//! Examining a leftover branch or a lock ref's commit costs reads, so a pass spends at most
-//! `inspection_reads` on them and later passes continue. What is found to stay (a branch whose
-//! pull request a maintainer closed, a ref that names no run) is remembered in the ledger while
-//! it points where it did, so it is not read again.
+//! Examining a leftover branch or a lock ref's commit means asking GitHub about a few objects
+//! (read in batches), so a pass asks about at most `inspections` of them and later passes
+//! continue. What is found to stay (a branch whose pull request a maintainer closed, a ref that
+//! names no run) is remembered in the ledger while it points where it did, so it is not read
+//! again.
 
 use super::cleanup::cancel_bot_smokes;
 use super::guards::{BranchFinding, deletable_branch};
@@ -214,7 +215,7 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
     }
     let known_number = session.and_then(|session| session.pull_request);
     let cost = 2 + usize::from(known_number.is_none());
-    if decider.inspection_reads_left < cost {
+    if decider.inspections_left < cost {
         return defer(
             decider,
             format!(
@@ -223,7 +224,7 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
             ),
         );
     }
-    decider.inspection_reads_left -= cost;
+    decider.inspections_left -= cost;
     let number = match known_number {
         Some(number) => number,
         None => match decider.branch_pull_requests(&reference.name) {
@@ -330,7 +331,7 @@ fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
     let parent = match parent_in_name(decider.policy, &reference.name) {
         Some(parent) => parent,
         None => {
-            if decider.inspection_reads_left == 0 {
+            if decider.inspections_left == 0 {
                 defer(
                     decider,
                     format!(
@@ -340,7 +341,7 @@ fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
                 );
                 return None;
             }
-            decider.inspection_reads_left -= 1;
+            decider.inspections_left -= 1;
             match decider.commit_message(&reference.sha) {
                 Seen::Unread => return None,
                 Seen::Failed(error) => {

@@ -49,9 +49,10 @@ pub struct RecoveryContext {
     /// The run this pass belongs to: the lease owner when it takes the lease.
     pub own_run: u64,
     pub now: DateTime<Utc>,
-    /// Reads a pass may spend examining leftover candidate branches and legacy lock refs whose
-    /// run is only in their commit; the rest is examined by later passes.
-    pub inspection_reads: usize,
+    /// Objects a pass may ask about (a branch's pull requests, a pull request, a commit's
+    /// message) to examine leftover candidate branches and legacy lock refs whose run is only in
+    /// their commit; the rest is examined by later passes.
+    pub inspections: usize,
 }
 
 /// What recovery decided about one candidate.
@@ -202,7 +203,7 @@ pub(crate) struct Decider<'a> {
     pub policy: &'a Policy,
     pub context: &'a RecoveryContext,
     pub needs: DetailRequests,
-    pub inspection_reads_left: usize,
+    pub inspections_left: usize,
     pub reports: BTreeMap<String, CandidateReport>,
     pub groups: Vec<ActionGroup>,
     pub ledger: LedgerPlan,
@@ -219,7 +220,7 @@ impl<'a> Decider<'a> {
             policy,
             context,
             needs: DetailRequests::default(),
-            inspection_reads_left: context.inspection_reads,
+            inspections_left: context.inspections,
             reports: BTreeMap::new(),
             groups: Vec::new(),
             ledger: LedgerPlan::default(),

@@ -3,9 +3,10 @@
 //! inputs (`finish/inputs.rs`: bad input before any request) → the ledger's session of the
 //! candidate and the facts of its pull request, commits, runs and branch → `core::finish`
 //! decides → the plan is printed → the ledger records the outcome by compare-and-swap →
-//! `finish/apply.rs` cancels the session's runs, refreshes the receipt and applies the changes,
-//! re-checking the pull request first (a dry run writes nothing) → `finish.json`, outputs,
-//! summary.
+//! `finish/apply.rs` hands the plan to the one executor as one group: the session's runs
+//! cancelled, then the receipt and the changes behind the re-check of the pull request (a dry
+//! run goes through all of it, ledger write included, with its writes recorded, not sent) →
+//! `finish.json`, outputs, summary.
 
 mod apply;
 pub mod inputs;
@@ -16,6 +17,7 @@ use serde::Serialize;
 use super::StepContext;
 use super::work_files::write_json_file;
 use crate::adapters::github::actions::RunFilter;
+use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::finish::{Cleanup, FinishFacts, FinishPlan, FinishRequest, decide, record};
@@ -24,8 +26,10 @@ use crate::core::policy::Policy;
 use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
+use crate::shell::execute::RefDeletionPath;
 use crate::shell::gather::{describe, pull_request_fact, run_fact};
 use crate::shell::github::{RequestReport, connect};
+use crate::shell::modes::recover::{dry_run_writes_section, rest_fallback_note};
 use crate::shell::outputs::markdown_table;
 use apply::{Applied, apply};
 use inputs::{FinishInputs, read_inputs};
@@ -65,6 +69,9 @@ struct FinishRecord<'a> {
     ledger: &'a str,
     applied: &'a Applied,
     requests: &'a RequestReport,
+    /// In a dry run, every write the step would have sent (method, path, body), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dry_run_writes: Vec<RecordedWrite>,
 }
 
 pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
@@ -112,9 +119,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         reporter.warning(&format!("{}: {}", plan.candidate, plan.reason));
     }
 
-    let ledger_result = if context.dry_run {
-        "not-written"
-    } else {
+    let ledger_result = {
         let parent = session.parent_run;
         let update = store
             .update_starting_from(Some(loaded), |ledger| {
@@ -138,7 +143,11 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
                     "the ledger could not be written, nothing was changed: {error}"
                 ))
             })?;
-        if update.wrote { "written" } else { "unchanged" }
+        match (update.wrote, context.dry_run) {
+            (true, true) => "not-written",
+            (true, false) => "written",
+            (false, _) => "unchanged",
+        }
     };
     reporter.info(&format!("ledger: {ledger_result}"));
 
@@ -148,12 +157,12 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         &inputs,
         &session,
         &policy.bot,
-        context.dry_run,
+        now,
         std::time::Duration::from_secs(arguments.cancel_wait),
     )
     .await;
-    for line in &applied.lines {
-        reporter.info(line);
+    for line in applied.lines() {
+        reporter.info(&line);
     }
     let requests = connection.report();
     write_json_file(
@@ -168,6 +177,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             ledger: ledger_result,
             applied: &applied,
             requests: &requests,
+            dry_run_writes: connection.recorded_writes(),
         },
     )?;
     let outputs = FinishOutputs {
@@ -178,14 +188,19 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             .map(|number| number.to_string())
             .unwrap_or_default(),
         cancelled: applied.cancelled.clone(),
-        pending_runs: applied.pending_runs.clone(),
+        pending_runs: applied.execution.pending_runs.clone(),
         requests,
     };
     reporter
         .write_outputs(&outputs)
         .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
     reporter
-        .write_summary(&summary(&plan, &applied, &requests, context.dry_run))
+        .write_summary(&summary(
+            &plan,
+            &applied,
+            &requests,
+            &connection.recorded_writes(),
+        ))
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
     if let Some(failure) = &applied.failure {
         return Err(StepError::failed(format!(
@@ -343,8 +358,9 @@ fn summary(
     plan: &FinishPlan,
     applied: &Applied,
     requests: &RequestReport,
-    dry_run: bool,
+    dry_run_writes: &[RecordedWrite],
 ) -> String {
+    let dry_run = applied.execution.dry_run;
     let mut text = format!(
         "## klaud finish{}\n\n`{}`: **{}** — {} ({})\n\n",
         if dry_run {
@@ -357,22 +373,28 @@ fn summary(
         plan.cleanup.name(),
         plan.reason
     );
-    if !applied.steps.is_empty() {
-        let rows: Vec<Vec<String>> = applied
-            .steps
+    if let Some(group) = applied.group() {
+        let rows: Vec<Vec<String>> = group
+            .actions
             .iter()
-            .map(|step| vec![step.description.clone(), step.result.clone()])
+            .map(|record| vec![record.description.clone(), record.result.describe()])
             .collect();
         text.push_str(&markdown_table(&["step", "result"], &rows));
         text.push('\n');
     }
-    if !applied.pending_runs.is_empty() {
+    if !applied.execution.pending_runs.is_empty() {
         text.push_str(&format!(
             "Cancelled runs not yet ended: {:?}\n\n",
-            applied.pending_runs
+            applied.execution.pending_runs
         ));
+    }
+    if let RefDeletionPath::RestFallback(reason) = &applied.execution.ref_deletions {
+        text.push_str(&format!("{}\n\n", rest_fallback_note(reason)));
     }
     text.push_str(&requests.summary_line());
     text.push('\n');
+    if dry_run {
+        text.push_str(&dry_run_writes_section(dry_run_writes));
+    }
     text
 }

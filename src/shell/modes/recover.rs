@@ -3,8 +3,11 @@
 //! request, release claims, delete legacy lock refs and resume parked sessions under the cap.
 //!
 //! gather the snapshot (`shell::gather`) → `core::recover` decides → the plan is printed →
-//! `shell::apply` applies it (or, in a dry run, only reports it) → outputs, `recover.json` and
-//! the step summary.
+//! `recover/apply.rs` writes the ledger around the one executor (`shell::execute`; a dry run
+//! goes through it with writes recorded, not sent) → outputs, `recover.json` and the step
+//! summary.
+
+pub mod apply;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,21 +16,25 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::StepContext;
+use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::LedgerStore;
 use crate::core::plan::Action;
 use crate::core::policy::Policy;
 use crate::core::recover::ledger_plan::WriteSettings;
 use crate::core::recover::{RecoveryContext, RecoveryPlan, Verdict, recover};
-use crate::shell::apply::{ActionResult, ApplyReport, ApplySettings, apply_plan};
 use crate::shell::cli::RecoverArgs;
 use crate::shell::error::StepError;
+use crate::shell::execute::{ActionResult, RefDeletionPath};
 use crate::shell::gather::gather_recovery_facts;
 use crate::shell::github::{GitHubConnection, RequestReport, connect};
 use crate::shell::outputs::{Reporter, markdown_table};
+use apply::{ApplyReport, ApplySettings, apply_plan};
 
-/// Reads a pass may spend examining leftover candidate branches and legacy lock refs whose run
-/// is only named in their commit; later passes continue.
-pub const INSPECTION_READS_PER_PASS: usize = 5;
+/// Objects a pass may ask about to examine leftover candidate branches (their pull requests,
+/// who closed them, their commits) and legacy lock refs whose run is only named in their commit;
+/// later passes continue. They are read in batches (`adapters::github::batch`), so this many
+/// cost a handful of requests.
+pub const INSPECTIONS_PER_PASS: usize = 200;
 
 /// The step outputs of `recover`.
 #[derive(Debug, Serialize)]
@@ -56,8 +63,7 @@ pub struct PassSettings {
     /// This run's id: the lease owner.
     pub own_run: u64,
     pub now: DateTime<Utc>,
-    pub dry_run: bool,
-    pub inspection_reads: usize,
+    pub inspections: usize,
 }
 
 /// What one pass decided and did.
@@ -67,6 +73,9 @@ pub struct PassReport {
     pub plan: RecoveryPlan,
     pub applied: ApplyReport,
     pub requests: RequestReport,
+    /// In a dry run, every write the pass would have sent (method, path, body), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dry_run_writes: Vec<RecordedWrite>,
 }
 
 impl PassReport {
@@ -120,14 +129,13 @@ pub async fn run_pass(
     let context = RecoveryContext {
         own_run: settings.own_run,
         now: settings.now,
-        inspection_reads: settings.inspection_reads,
+        inspections: settings.inspections,
     };
     let gathered = gather_recovery_facts(&connection.client, &store, policy, &context)
         .await
         .map_err(|error| format!("the ledger could not be read: {error}"))?;
     let plan = recover(&gathered.snapshot, policy, &context);
     let apply_settings = ApplySettings {
-        dry_run: settings.dry_run,
         write: WriteSettings {
             own_run: settings.own_run,
             now: settings.now,
@@ -145,6 +153,7 @@ pub async fn run_pass(
         plan,
         applied,
         requests: connection.report(),
+        dry_run_writes: connection.recorded_writes(),
     })
 }
 
@@ -166,8 +175,7 @@ pub async fn run(context: &StepContext, arguments: &RecoverArgs) -> Result<(), S
     let settings = PassSettings {
         own_run,
         now: Utc::now(),
-        dry_run: context.dry_run,
-        inspection_reads: INSPECTION_READS_PER_PASS,
+        inspections: INSPECTIONS_PER_PASS,
     };
     reporter.info(&format!(
         "recover for {} as run {own_run}{}",
@@ -294,16 +302,37 @@ fn print_results(reporter: &Reporter, applied: &ApplyReport) {
             "the write budget (max-operations) of this pass is used: the next pass continues",
         );
     }
+    if let RefDeletionPath::RestFallback(reason) = &applied.ref_deletions {
+        reporter.warning(&rest_fallback_note(reason));
+    }
     reporter.end_group();
 }
 
 fn result_text(result: &ActionResult) -> String {
-    match result {
-        ActionResult::Done(detail) => format!("done ({detail})"),
-        ActionResult::Dropped(reason) => format!("dropped: {reason}"),
-        ActionResult::Failed(error) => format!("failed: {error}"),
-        ActionResult::NotAttempted(reason) => format!("not sent: {reason}"),
+    result.describe()
+}
+
+/// The writes a dry run would have sent, as a Markdown section.
+pub fn dry_run_writes_section(writes: &[RecordedWrite]) -> String {
+    let mut text = format!(
+        "\n#### The {} write request{} a real pass would send\n\n",
+        writes.len(),
+        if writes.len() == 1 { "" } else { "s" }
+    );
+    for write in writes.iter().take(100) {
+        let _ = writeln!(text, "- `{} {}`", write.method, write.path);
     }
+    if writes.len() > 100 {
+        let _ = writeln!(text, "- … and {} more", writes.len() - 100);
+    }
+    text
+}
+
+/// Said once per pass when refs were deleted by REST.
+pub fn rest_fallback_note(reason: &str) -> String {
+    format!(
+        "GitHub does not offer updateRefs here ({reason}): refs were deleted by REST after a fresh listing, so a push landing between that listing and the delete could be lost"
+    )
 }
 
 fn write_record(directory: &Path, report: &PassReport) -> Result<(), StepError> {
@@ -342,6 +371,9 @@ fn summary(report: &PassReport, dry_run: bool) -> String {
             text,
             "- the write budget (max-operations) was used up: the next pass continues"
         );
+    }
+    if let RefDeletionPath::RestFallback(reason) = &report.applied.ref_deletions {
+        let _ = writeln!(text, "- {}", rest_fallback_note(reason));
     }
     text.push('\n');
     let rows: Vec<Vec<String>> = plan
@@ -406,6 +438,9 @@ fn summary(report: &PassReport, dry_run: bool) -> String {
     );
     for write in &report.applied.ledger_writes {
         let _ = writeln!(text, "\nLedger: {write}");
+    }
+    if dry_run {
+        text.push_str(&dry_run_writes_section(&report.dry_run_writes));
     }
     let _ = writeln!(text, "\n{}", report.requests.summary_line());
     text

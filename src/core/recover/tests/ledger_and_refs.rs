@@ -239,7 +239,7 @@ fn inspections_stop_at_their_budget_and_kept_objects_cost_nothing() {
         since: hours_ago(50),
     });
     let context = RecoveryContext {
-        inspection_reads: 2,
+        inspections: 2,
         ..context()
     };
     let needs = details_needed(&world.snapshot, &world.policy, &context);

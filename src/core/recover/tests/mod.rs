@@ -183,7 +183,7 @@ fn context() -> RecoveryContext {
     RecoveryContext {
         own_run: OWN_RUN,
         now: now(),
-        inspection_reads: 10,
+        inspections: 10,
     }
 }
 
