@@ -22,49 +22,35 @@
 
 #[path = "fake_github/mod.rs"]
 mod fake_github;
+#[path = "in_process_support/mod.rs"]
+mod in_process_support;
 #[path = "invariants/mod.rs"]
 mod invariants;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
+#[path = "write_support/mod.rs"]
+mod write_support;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::Utc;
-use clap::Parser;
 use fake_github::prng::SplitMix64;
 use fake_github::{
     CommitSpec, FakeGitHubHandle, FaultConfig, FaultRule, PullState, RepoState, RunSpec,
 };
 use invariants::{Rules, Violation, check};
-use klaud::adapters::github::transport::RetryPolicy;
-use klaud::adapters::github::{GitHubClient, GitHubSettings};
 use klaud::core::ledger::{Ledger, SessionState};
 use klaud::core::outcome::Outcome;
-use klaud::shell::cli::{Cli, Mode};
 use klaud::shell::config::Config;
-use klaud::shell::environment::Environment;
-use klaud::shell::github::GitHubConnection;
-use klaud::shell::modes::StepContext;
 use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassSettings, run_pass};
-use klaud::shell::outputs::Reporter;
+use in_process_support::{connection, step};
 use recover_support::*;
 
 /// Seeds run at once.
 const PARALLEL: usize = 4;
 const REPLAY: &str = "KLAUD_CHAOS_SEED";
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        attempts: 4,
-        base_delay: Duration::from_millis(2),
-        max_delay: Duration::from_millis(10),
-        secondary_wait_cap: Duration::from_secs(5),
-        secondary_default_wait: Duration::from_millis(5),
-        request_timeout: Duration::from_secs(20),
-    }
-}
 
 /// The kinds of candidate a seed mixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,73 +335,6 @@ fn planner_run(state: &mut RepoState) -> u64 {
     })
 }
 
-fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
-    let mut settings = GitHubSettings::new(
-        &server.base_url(),
-        &server.graphql_url(),
-        BOT_TOKEN,
-        "acme/bench",
-    );
-    settings.retry = fast_retries();
-    let client = GitHubClient::new(&settings).unwrap();
-    let label_client = client.with_token(LABEL_TOKEN).unwrap();
-    GitHubConnection::new(
-        client,
-        label_client,
-        settings.max_writes,
-        settings.max_reads,
-    )
-}
-
-/// `klaud select` or `klaud finish` in process, as run `run_id`, with `arguments` after the mode.
-async fn step(
-    server: &FakeGitHubHandle,
-    run_id: u64,
-    cap: u32,
-    arguments: &[String],
-) -> Result<(), String> {
-    let directory = tempfile::tempdir().unwrap();
-    let mut command = vec!["klaud".to_string()];
-    command.extend(
-        arguments
-            .iter()
-            .map(|argument| argument.replace("{dir}", &directory.path().display().to_string())),
-    );
-    command.extend(["--label-token".into(), LABEL_TOKEN.into()]);
-    let cli = Cli::try_parse_from(&command).map_err(|error| error.to_string())?;
-    let environment = Environment {
-        github_repository: Some("acme/bench".into()),
-        github_run_id: Some(run_id.to_string()),
-        github_run_attempt: Some("1".into()),
-        github_api_url: Some(server.base_url()),
-        github_graphql_url: Some(server.graphql_url()),
-        github_token: Some(BOT_TOKEN.into()),
-        ..Environment::default()
-    };
-    let config = Config {
-        bot: BOT.into(),
-        ..Config::default()
-    };
-    let context = StepContext {
-        reporter: Reporter::new(&environment),
-        policy: config.policy(cap, 1.0),
-        config,
-        directory: directory.path().join("out"),
-        dry_run: false,
-        cooldown_days: 1.0,
-        max_candidates: cap,
-        github_token: Some(BOT_TOKEN.into()),
-        environment,
-        retry: fast_retries(),
-    };
-    let result = match &cli.mode {
-        Mode::Select(arguments) => klaud::shell::modes::select::run(&context, arguments).await,
-        Mode::Finish(arguments) => klaud::shell::modes::finish::run(&context, arguments).await,
-        other => panic!("not a chaos mode: {other:?}"),
-    };
-    result.map_err(|error| error.to_string())
-}
-
 fn ledger_of(state: &RepoState) -> Ledger {
     state
         .read_file(STATE_BRANCH, LEDGER_FILE)
@@ -511,9 +430,9 @@ async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result
                 "--directory".into(),
                 "{dir}".into(),
             ];
-            step(server, own_run, cap, &arguments)
+            step(server, own_run, cap, &arguments, false)
                 .await
-                .map(|()| format!("wanted {:?}", plan.wanted))
+                .map(|_| format!("wanted {:?}", plan.wanted))
         }
         _ => {
             let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
@@ -533,11 +452,132 @@ async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result
             if park {
                 arguments.push("--park".into());
             }
-            step(server, own_run, cap, &arguments)
+            step(server, own_run, cap, &arguments, false)
                 .await
-                .map(|()| format!("{candidate}: {outcome} ({agent})"))
+                .map(|_| format!("{candidate}: {outcome} ({agent})"))
         }
     }
+}
+
+/// Runs `plan` (recover or finish) first as a dry run, then for real on the same state, and
+/// compares the writes the dry run listed with the writes the real pass sent.
+async fn dry_then_real(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result<(), String> {
+    server.clear_request_log();
+    let listed = match plan.mode {
+        "recover" => {
+            let policy = Config {
+                bot: BOT.into(),
+                ..Config::default()
+            }
+            .policy(cap, 1.0);
+            let settings = PassSettings {
+                own_run: plan.own_run,
+                now: Utc::now(),
+                inspections: INSPECTIONS_PER_PASS,
+            };
+            let dry = run_pass(&connection(server).recording(), &policy, &settings).await?;
+            let listed = write_support::recorded(&dry.dry_run_writes);
+            let sent_by_the_dry_run = write_support::sent(&server.request_log());
+            if !sent_by_the_dry_run.is_empty() {
+                return Err(format!("the dry run sent writes: {sent_by_the_dry_run:?}"));
+            }
+            server.clear_request_log();
+            run_pass(&connection(server), &policy, &settings).await?;
+            listed
+        }
+        _ => {
+            let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
+            let mut arguments = vec![
+                "finish".to_string(),
+                "--candidate".into(),
+                candidate,
+                "--outcome".into(),
+                outcome.into(),
+                "--agent-outcome".into(),
+                agent.into(),
+                "--cancel-wait".into(),
+                "0".into(),
+                "--directory".into(),
+                "{dir}".into(),
+            ];
+            if park {
+                arguments.push("--park".into());
+            }
+            let record = step(server, plan.own_run, cap, &arguments, true).await?;
+            let listed = record
+                .map(|record| write_support::recorded_in_file(&record))
+                .unwrap_or_default();
+            let sent_by_the_dry_run = write_support::sent(&server.request_log());
+            if !sent_by_the_dry_run.is_empty() {
+                return Err(format!("the dry run sent writes: {sent_by_the_dry_run:?}"));
+            }
+            server.clear_request_log();
+            // A finish whose cleanup stops (exit 1) lists the same writes as its dry run.
+            let _ = step(server, plan.own_run, cap, &arguments, false).await;
+            listed
+        }
+    };
+    let sent = write_support::sent(&server.request_log());
+    if listed != sent {
+        return Err(format!(
+            "{} as run {}: the dry run listed\n    {}\n  the real pass sent\n    {}",
+            plan.mode,
+            plan.own_run,
+            listed.join("\n    "),
+            sent.join("\n    ")
+        ));
+    }
+    Ok(())
+}
+
+/// A seed's world, passed through recover and finish passes without faults, each run dry and
+/// then for real.
+async fn dry_run_scenario(seed: u64) -> Result<usize, String> {
+    let mut random = SplitMix64::new(seed);
+    let (world, scenario) = build(&mut random);
+    let server = world.start();
+    let mut compared = 0;
+    for pass in 0..random.range(3, 6) {
+        // A maintainer or the bot may act first; both runs see the same state.
+        server.with_state(|state| act(&mut random, state));
+        let ledger = ledger_of(&server.state());
+        let open: Vec<String> = ledger
+            .sessions
+            .iter()
+            .filter(|session| session.state != SessionState::Finished)
+            .map(|session| session.candidate.clone())
+            .collect();
+        let mut plan = plan_pass(&mut random, &scenario, &open, &server);
+        if plan.mode == "select" {
+            plan.mode = "recover";
+        }
+        dry_then_real(&server, scenario.cap, &plan)
+            .await
+            .map_err(|error| format!("seed {seed}, pass {pass}: {error}"))?;
+        compared += server.request_log().iter().filter(|r| r.is_write()).count();
+        server.with_state(|state| state.set_run_status(plan.own_run, "completed", Some("success")));
+    }
+    Ok(compared)
+}
+
+#[test]
+fn dry_runs_list_the_writes_real_passes_send_in_twenty_four_worlds() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut writes = 0;
+    let mut failures = Vec::new();
+    for seed in 1..=24 {
+        match runtime.block_on(dry_run_scenario(seed)) {
+            Ok(count) => writes += count,
+            Err(error) => failures.push(error),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("24 worlds: the dry runs listed exactly the {writes} writes the real passes sent");
+    assert!(writes > 0, "the worlds gave the passes something to write");
 }
 
 /// What one seed did.

@@ -1,7 +1,7 @@
 //! Writes as data: every change a mode wants made on GitHub is an [`Action`], grouped into
 //! [`ActionGroup`]s that the shell applies in order, re-checking each target just before it is
-//! changed. Nothing here performs a write; `shell::apply` is the one place that does, and the
-//! one place that knows about dry-run.
+//! changed. Nothing here performs a write; `shell::execute` is the one executor every mode's
+//! groups go through (a dry run too, with its writes recorded instead of sent).
 
 use std::fmt;
 
