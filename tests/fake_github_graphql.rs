@@ -1070,6 +1070,12 @@ async fn without_update_refs_the_mutation_is_an_unknown_field() {
 
     assert!(answer.get("data").is_none(), "{answer}");
     let errors = answer["errors"].as_array().unwrap();
+    let codes: Vec<&str> = errors
+        .iter()
+        .filter_map(|error| error["extensions"]["code"].as_str())
+        .collect();
+    // The input type is as unknown as the field.
+    assert_eq!(codes, ["variableRequiresValidType", "undefinedField"]);
     let unknown_field = errors
         .iter()
         .find(|error| error["extensions"]["code"] == "undefinedField")

@@ -97,6 +97,8 @@ struct Validator<'s, 'd> {
 struct Walk<'a> {
     report: bool,
     uses: &'a mut Vec<Use>,
+    /// Variables written in the arguments of fields that do not exist: used, of no known type.
+    mentioned: Vec<String>,
     /// Fragments entered on the way here, against loops.
     entered: Vec<String>,
 }
@@ -146,15 +148,17 @@ impl<'s, 'd> Validator<'s, 'd> {
         let mut walk = Walk {
             report: true,
             uses: &mut uses,
+            mentioned: Vec::new(),
             entered: Vec::new(),
         };
         self.directives(directives, &mut walk, &[json!(root_path)]);
         self.selection_set(root, set, &mut vec![json!(root_path)], &mut walk);
+        let mentioned = std::mem::take(&mut walk.mentioned);
         let declared: BTreeMap<&str, &VariableDefinition<'static, String>> = definitions
             .iter()
             .map(|definition| (definition.name.as_str(), definition))
             .collect();
-        let mut used = BTreeSet::new();
+        let mut used: BTreeSet<String> = mentioned.into_iter().collect();
         for usage in &uses {
             let name = usage.variable.name.as_str();
             used.insert(name.to_string());
@@ -264,6 +268,7 @@ impl<'s, 'd> Validator<'s, 'd> {
         let mut walk = Walk {
             report: true,
             uses: &mut uses,
+            mentioned: Vec::new(),
             entered: vec![fragment.name.clone()],
         };
         if !self.fragment_type_ok(type_name, fragment.position, &path, &mut walk) {
@@ -460,6 +465,9 @@ impl<'s, 'd> Validator<'s, 'd> {
             return;
         }
         let Some(definition) = parent_def.field(&field.name) else {
+            for (_, value) in &field.arguments {
+                variables_in(value, &mut walk.mentioned);
+            }
             self.error(
                 walk,
                 GraphqlError::new(format!(
@@ -726,6 +734,16 @@ impl<'s, 'd> Validator<'s, 'd> {
                 walk,
             );
         }
+    }
+}
+
+/// The variables written anywhere in `value`.
+fn variables_in(value: &Literal, out: &mut Vec<String>) {
+    match value {
+        Literal::Variable(name) => out.push(name.clone()),
+        Literal::List(items) => items.iter().for_each(|item| variables_in(item, out)),
+        Literal::Object(fields) => fields.values().for_each(|item| variables_in(item, out)),
+        _ => {}
     }
 }
 
