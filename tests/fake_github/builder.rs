@@ -180,6 +180,7 @@ impl RepoState {
             dispatched_run_listing_lag: 0,
             unlisted_runs: BTreeMap::new(),
             deleted_refs: Vec::new(),
+            update_refs_available: true,
             next_ids: NextIds::default(),
         };
         let root = state.add_commit(
@@ -206,6 +207,12 @@ impl RepoState {
     /// Pins the clock used for everything created afterwards.
     pub fn with_now(mut self, now: Timestamp) -> Self {
         self.now = Some(now);
+        self
+    }
+
+    /// Serves GraphQL without `updateRefs`, as an older GitHub Enterprise Server does.
+    pub fn without_update_refs(mut self) -> Self {
+        self.update_refs_available = false;
         self
     }
 

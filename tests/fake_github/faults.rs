@@ -26,7 +26,8 @@ pub struct FaultConfig {
     pub secondary_rate_limit_status: u16,
     /// The `Retry-After` of secondary rate limits, in seconds.
     pub retry_after_seconds: u64,
-    /// Share of writes (POST/PUT/PATCH/DELETE) answered 502 after the write was applied.
+    /// Share of writes (POST/PUT/PATCH/DELETE, GraphQL mutations but not queries) answered 502
+    /// after the write was applied.
     pub server_error_after_write_rate: f64,
     /// Latency added to every request, plus up to `latency_jitter_ms` more.
     pub latency_ms: u64,
@@ -175,8 +176,15 @@ impl FaultEngine {
         }
     }
 
-    /// Decides the fate of one request.
-    pub fn plan(&mut self, method: &str, path: &str, path_and_query: &str) -> FaultPlan {
+    /// Decides the fate of one request (`write`: whether it changes anything, see
+    /// [`LoggedRequest::is_write`](super::server::LoggedRequest::is_write)).
+    pub fn plan(
+        &mut self,
+        method: &str,
+        path: &str,
+        path_and_query: &str,
+        write: bool,
+    ) -> FaultPlan {
         let request_key = format!("{method} {path_and_query}");
         let occurrence = self.occurrences.entry(request_key.clone()).or_insert(0);
         *occurrence += 1;
@@ -213,7 +221,7 @@ impl FaultEngine {
                 retry_after_seconds: Some(config.retry_after_seconds),
                 timing: FaultTiming::BeforeHandling,
             })
-        } else if is_write(method) && draws.chance(config.server_error_after_write_rate) {
+        } else if write && draws.chance(config.server_error_after_write_rate) {
             Some(PlannedFault {
                 kind: FaultKind::ServerError,
                 status: 502,

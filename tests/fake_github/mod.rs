@@ -14,6 +14,7 @@ pub mod clock;
 pub mod errors;
 pub mod faults;
 pub mod git;
+pub mod graphql;
 pub mod pagination;
 pub mod prng;
 pub mod render;

@@ -15,6 +15,11 @@ pub fn pull_node_id(pull_id: u64) -> String {
     format!("PR_kwDO{pull_id:010}")
 }
 
+/// A repository's node id: REST's `node_id`, GraphQL's `Repository.id`.
+pub fn repository_node_id(repository_id: u64) -> String {
+    format!("R_kgDO{repository_id:08}")
+}
+
 fn issue_node_id(pull_id: u64) -> String {
     format!("I_kwDO{pull_id:010}")
 }
@@ -173,7 +178,7 @@ pub fn minimal_repository(state: &RepoState, full_name: &str, api: &str) -> Valu
     let url = format!("{api}/repos/{full_name}");
     let mut repository = json!({
         "id": id,
-        "node_id": format!("R_kgDO{id:08}"),
+        "node_id": repository_node_id(id),
         "name": name,
         "full_name": full_name,
         "owner": user(owner, api),

@@ -20,6 +20,7 @@ use super::faults::{
     FaultConfig, FaultEngine, FaultKind, FaultTiming, PlannedFault, RateLimitConfig, RateWindow,
     fault_body, is_write,
 };
+use super::graphql::OperationSummary;
 use super::prng::user_id;
 use super::state::RepoState;
 
@@ -56,8 +57,26 @@ pub struct LoggedRequest {
 }
 
 impl LoggedRequest {
+    /// Whether the request changes something: any REST method but GET, HEAD and OPTIONS; on
+    /// `POST /graphql`, a mutation (a query is a read).
     pub fn is_write(&self) -> bool {
-        is_write(&self.method)
+        match self.graphql() {
+            Some(operation) => operation.mutation,
+            None if self.is_graphql() => false,
+            None => is_write(&self.method),
+        }
+    }
+
+    /// A `POST /graphql`.
+    pub fn is_graphql(&self) -> bool {
+        self.method.eq_ignore_ascii_case("POST") && self.path.split('?').next() == Some("/graphql")
+    }
+
+    /// What a GraphQL request asked: a query or a mutation, and its top-level fields.
+    pub fn graphql(&self) -> Option<OperationSummary> {
+        self.is_graphql()
+            .then(|| OperationSummary::of_body(&self.body))
+            .flatten()
     }
 }
 
@@ -104,17 +123,32 @@ pub struct Control {
 pub type StateChange = Arc<dyn Fn(&mut RepoState) + Send + Sync>;
 
 /// Someone acting at the moment a request arrives: `change` runs once, just before the first
-/// `method` request to `path` (without its query) is handled.
+/// `method` request to `path` (without its query) is handled; with `graphql_field`, only a
+/// GraphQL request whose operation has that top-level field (`updateRefs`, `repository`).
 #[derive(Clone)]
 pub struct RequestHook {
     pub method: String,
     pub path: String,
+    pub graphql_field: Option<String>,
     pub change: StateChange,
+}
+
+impl RequestHook {
+    fn matches(&self, method: &str, path: &str, graphql: Option<&OperationSummary>) -> bool {
+        self.method.eq_ignore_ascii_case(method)
+            && self.path == path
+            && self.graphql_field.as_ref().is_none_or(|wanted| {
+                graphql.is_some_and(|operation| operation.fields.contains(wanted))
+            })
+    }
 }
 
 impl std::fmt::Debug for RequestHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RequestHook({} {})", self.method, self.path)
+        match &self.graphql_field {
+            Some(field) => write!(f, "RequestHook({} {} {field})", self.method, self.path),
+            None => write!(f, "RequestHook({} {})", self.method, self.path),
+        }
     }
 }
 
@@ -294,8 +328,31 @@ impl FakeGitHubHandle {
         self.shared.control().hooks.push(RequestHook {
             method: method.to_string(),
             path: path.to_string(),
+            graphql_field: None,
             change: Arc::new(change),
         });
+    }
+
+    /// Runs `change` on the state just before the first GraphQL request whose operation has
+    /// the top-level field `field` is handled: `before_graphql("updateRefs", …)` acts between
+    /// klaud's reads (queries, which do not trigger it) and its ref deletion.
+    pub fn before_graphql(
+        &self,
+        field: &str,
+        change: impl Fn(&mut RepoState) + Send + Sync + 'static,
+    ) {
+        self.shared.control().hooks.push(RequestHook {
+            method: "POST".to_string(),
+            path: "/graphql".to_string(),
+            graphql_field: Some(field.to_string()),
+            change: Arc::new(change),
+        });
+    }
+
+    /// Offers GraphQL's `updateRefs`, or (false) serves GraphQL as an older GitHub Enterprise
+    /// Server does, where the mutation does not exist.
+    pub fn set_update_refs_available(&self, available: bool) {
+        self.shared.repo().update_refs_available = available;
     }
 
     /// Forgets the hooks no request has met.
@@ -409,10 +466,18 @@ async fn github_semantics(State(shared): State<Shared>, request: Request, next: 
     } else {
         "core"
     };
+    let graphql = (path == "/graphql" && method == "POST")
+        .then(|| OperationSummary::of_body(&request_body))
+        .flatten();
+    let write = match &graphql {
+        Some(operation) => operation.mutation,
+        None if path == "/graphql" => false,
+        None => is_write(&method),
+    };
     let plan = shared
         .control()
         .faults
-        .plan(&method, &path, &path_and_query);
+        .plan(&method, &path, &path_and_query, write);
     if plan.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(plan.latency_ms)).await;
     }
@@ -457,7 +522,7 @@ async fn github_semantics(State(shared): State<Shared>, request: Request, next: 
             let found = control
                 .hooks
                 .iter()
-                .position(|hook| hook.method.eq_ignore_ascii_case(&method) && hook.path == path);
+                .position(|hook| hook.matches(&method, &path, graphql.as_ref()));
             found.map(|index| control.hooks.remove(index))
         };
         if let Some(hook) = hook {

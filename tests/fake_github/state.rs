@@ -52,7 +52,15 @@ pub struct RepoState {
     /// Every ref deleted through the API, in order, with the commit it pointed at then.
     #[serde(default)]
     pub deleted_refs: Vec<DeletedRef>,
+    /// Whether GraphQL offers `updateRefs` (an older GitHub Enterprise Server does not: the
+    /// mutation is then an unknown field).
+    #[serde(default = "available")]
+    pub update_refs_available: bool,
     pub next_ids: NextIds,
+}
+
+fn available() -> bool {
+    true
 }
 
 /// Counters for the ids the server hands out.
@@ -217,7 +225,8 @@ pub struct Job {
     pub runner_name: Option<String>,
 }
 
-/// A ref `DELETE /git/refs/…` removed, and where it pointed when it was removed.
+/// A ref `DELETE /git/refs/…` or GraphQL's `updateRefs` removed, and where it pointed when it
+/// was removed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletedRef {
     /// Full ref name (`refs/heads/klaud/auto-x`).

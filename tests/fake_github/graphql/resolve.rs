@@ -1,0 +1,551 @@
+//! The fake's GraphQL objects and their fields, read from the repository state. Each field of
+//! the schema subset that klaud's queries reach is resolved here as GitHub answers it:
+//!
+//! - `Repository.id` is the same node id REST gives as `node_id`;
+//! - `PullRequest.state` is `MERGED` for a merged pull request, `baseRefOid` and the commits are
+//!   what REST's `GET /pulls/{n}` and `/pulls/{n}/commits` give (at most 250 commits);
+//! - an `Actor` is a `Bot` when its REST login ends in `[bot]`, and its GraphQL `login` lacks
+//!   that suffix; `GitActor.user` is typed `User`, so a commit by a GitHub App has no user;
+//! - the timeline holds the pull request's commits and, once closed (merged ones too), a
+//!   `ClosedEvent` whose actor is who closed it;
+//! - connections need `first` or `last` (at most 100), as on GitHub.
+
+use serde_json::{Map, Value, json};
+
+use super::super::clock::Timestamp;
+use super::super::prng::user_id;
+use super::super::render;
+use super::super::state::{PullState, RepoState};
+
+/// Commits GitHub lists of one pull request.
+const MAX_PULL_COMMITS: usize = 250;
+/// The largest `first` or `last` a connection accepts.
+const MAX_PAGE: i64 = 100;
+
+/// An object of the fake's GraphQL graph.
+#[derive(Clone, Debug)]
+pub enum Obj {
+    Query,
+    Repository {
+        full_name: String,
+    },
+    PullRequestConnection {
+        numbers: Vec<u64>,
+        total: usize,
+    },
+    PullRequest(u64),
+    /// An account by its REST login: a `Bot` when it ends in `[bot]`, else a `User`.
+    Actor(String),
+    LabelConnection {
+        names: Vec<String>,
+        total: usize,
+    },
+    Label(String),
+    TimelineConnection {
+        items: Vec<Obj>,
+        total: usize,
+    },
+    ClosedEvent {
+        actor: Option<String>,
+        at: Timestamp,
+    },
+    PullRequestCommitConnection {
+        shas: Vec<String>,
+        total: usize,
+    },
+    PullRequestCommit(String),
+    Commit(String),
+    GitActor {
+        login: Option<String>,
+    },
+    /// A mutation's payload.
+    Payload {
+        type_name: &'static str,
+        client_mutation_id: Value,
+        pull_request: Option<u64>,
+    },
+}
+
+impl Obj {
+    /// The object's GraphQL type.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Obj::Query => "Query",
+            Obj::Repository { .. } => "Repository",
+            Obj::PullRequestConnection { .. } => "PullRequestConnection",
+            Obj::PullRequest(_) => "PullRequest",
+            Obj::Actor(login) if login.ends_with("[bot]") => "Bot",
+            Obj::Actor(_) => "User",
+            Obj::LabelConnection { .. } => "LabelConnection",
+            Obj::Label(_) => "Label",
+            Obj::TimelineConnection { .. } => "PullRequestTimelineItemsConnection",
+            Obj::ClosedEvent { .. } => "ClosedEvent",
+            Obj::PullRequestCommitConnection { .. } => "PullRequestCommitConnection",
+            Obj::PullRequestCommit(_) => "PullRequestCommit",
+            Obj::Commit(_) => "Commit",
+            Obj::GitActor { .. } => "GitActor",
+            Obj::Payload { type_name, .. } => type_name,
+        }
+    }
+}
+
+/// What a field resolved to, before it is completed against the field's type.
+#[derive(Clone, Debug)]
+pub enum Resolved {
+    Null,
+    Leaf(Value),
+    Object(Obj),
+    List(Vec<Resolved>),
+}
+
+impl Resolved {
+    fn leaf(value: impl serde::Serialize) -> Self {
+        Resolved::Leaf(json!(value))
+    }
+
+    fn optional_leaf<T: serde::Serialize>(value: Option<T>) -> Self {
+        value.map(Resolved::leaf).unwrap_or(Resolved::Null)
+    }
+
+    fn objects(objects: impl IntoIterator<Item = Obj>) -> Self {
+        Resolved::List(objects.into_iter().map(Resolved::Object).collect())
+    }
+}
+
+/// A field that could not be resolved: its value is null and the answer carries the error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// GitHub's `type` (`NOT_FOUND`, `UNPROCESSABLE`, `EXCESSIVE_PAGINATION`, …).
+    pub kind: Option<&'static str>,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+        FieldError {
+            kind: Some(kind),
+            message: message.into(),
+        }
+    }
+}
+
+pub type FieldResult = Result<Resolved, FieldError>;
+
+/// The repository's GraphQL node id, which REST gives as `node_id`.
+pub fn repository_node_id(state: &RepoState, full_name: &str) -> String {
+    let id = if full_name == state.full_name() {
+        state.repository_id
+    } else {
+        user_id(full_name)
+    };
+    render::repository_node_id(id)
+}
+
+/// An account's login as GraphQL gives it: a GitHub App's without `[bot]`.
+pub fn graphql_login(login: &str) -> &str {
+    login.strip_suffix("[bot]").unwrap_or(login)
+}
+
+fn text<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    arguments.get(name).and_then(Value::as_str)
+}
+
+/// Resolves `field` of `object` (its arguments coerced, defaults applied).
+pub fn field(
+    state: &RepoState,
+    object: &Obj,
+    field: &str,
+    arguments: &Map<String, Value>,
+) -> FieldResult {
+    let unresolved = || {
+        Err(FieldError {
+            kind: None,
+            message: format!(
+                "the fake GitHub does not resolve {}.{field}",
+                object.type_name()
+            ),
+        })
+    };
+    match object {
+        Obj::Query => match field {
+            "repository" => repository(state, arguments),
+            _ => unresolved(),
+        },
+        Obj::Repository { full_name } => {
+            let this = *full_name == state.full_name();
+            match field {
+                "id" => Ok(Resolved::leaf(repository_node_id(state, full_name))),
+                "nameWithOwner" => Ok(Resolved::leaf(full_name)),
+                "pullRequests" if this => pull_requests(state, arguments),
+                "pullRequests" => Ok(Resolved::Object(Obj::PullRequestConnection {
+                    numbers: Vec::new(),
+                    total: 0,
+                })),
+                "pullRequest" => {
+                    let number = arguments.get("number").and_then(Value::as_u64);
+                    match number.filter(|number| this && state.pulls.contains_key(number)) {
+                        Some(number) => Ok(Resolved::Object(Obj::PullRequest(number))),
+                        None => Err(FieldError::new(
+                            "NOT_FOUND",
+                            format!(
+                                "Could not resolve to a PullRequest with the number of {}.",
+                                arguments.get("number").unwrap_or(&Value::Null)
+                            ),
+                        )),
+                    }
+                }
+                "object" if this => Ok(git_object(state, arguments)),
+                "object" => Ok(Resolved::Null),
+                _ => unresolved(),
+            }
+        }
+        Obj::PullRequestConnection { numbers, total } => match field {
+            "nodes" => Ok(Resolved::objects(
+                numbers.iter().copied().map(Obj::PullRequest),
+            )),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            _ => unresolved(),
+        },
+        Obj::PullRequest(number) => pull_request_field(state, *number, field, arguments),
+        Obj::Actor(login) => match field {
+            "login" => Ok(Resolved::leaf(graphql_login(login))),
+            _ => unresolved(),
+        },
+        Obj::LabelConnection { names, total } => match field {
+            "nodes" => Ok(Resolved::objects(names.iter().cloned().map(Obj::Label))),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            _ => unresolved(),
+        },
+        Obj::Label(name) => match field {
+            "name" => Ok(Resolved::leaf(name)),
+            _ => unresolved(),
+        },
+        Obj::TimelineConnection { items, total } => match field {
+            "nodes" => Ok(Resolved::objects(items.iter().cloned())),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            _ => unresolved(),
+        },
+        Obj::ClosedEvent { actor, at } => match field {
+            "actor" => Ok(actor
+                .clone()
+                .map(|login| Resolved::Object(Obj::Actor(login)))
+                .unwrap_or(Resolved::Null)),
+            "createdAt" => Ok(Resolved::leaf(at)),
+            _ => unresolved(),
+        },
+        Obj::PullRequestCommitConnection { shas, total } => match field {
+            "nodes" => Ok(Resolved::objects(
+                shas.iter().cloned().map(Obj::PullRequestCommit),
+            )),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            _ => unresolved(),
+        },
+        Obj::PullRequestCommit(sha) => match field {
+            "commit" => Ok(Resolved::Object(Obj::Commit(sha.clone()))),
+            _ => unresolved(),
+        },
+        Obj::Commit(sha) => {
+            let Some(commit) = state.commits.get(sha) else {
+                return Ok(Resolved::Null);
+            };
+            match field {
+                "oid" => Ok(Resolved::leaf(&commit.sha)),
+                "message" => Ok(Resolved::leaf(&commit.message)),
+                "author" => Ok(Resolved::Object(Obj::GitActor {
+                    login: commit.author_login.clone(),
+                })),
+                "committer" => Ok(Resolved::Object(Obj::GitActor {
+                    login: commit.committer_login.clone(),
+                })),
+                _ => unresolved(),
+            }
+        }
+        Obj::GitActor { login } => match field {
+            // `user` is a `User`: a GitHub App's account (a `Bot`) is none.
+            "user" => Ok(login
+                .clone()
+                .filter(|login| !login.ends_with("[bot]"))
+                .map(|login| Resolved::Object(Obj::Actor(login)))
+                .unwrap_or(Resolved::Null)),
+            _ => unresolved(),
+        },
+        Obj::Payload {
+            client_mutation_id,
+            pull_request,
+            ..
+        } => match field {
+            "clientMutationId" => Ok(Resolved::Leaf(client_mutation_id.clone())),
+            "pullRequest" => Ok(pull_request
+                .map(|number| Resolved::Object(Obj::PullRequest(number)))
+                .unwrap_or(Resolved::Null)),
+            _ => unresolved(),
+        },
+    }
+}
+
+fn repository(state: &RepoState, arguments: &Map<String, Value>) -> FieldResult {
+    let owner = text(arguments, "owner").unwrap_or_default();
+    let name = text(arguments, "name").unwrap_or_default();
+    if owner.eq_ignore_ascii_case(&state.owner) && name.eq_ignore_ascii_case(&state.name) {
+        Ok(Resolved::Object(Obj::Repository {
+            full_name: state.full_name(),
+        }))
+    } else {
+        Err(FieldError::new(
+            "NOT_FOUND",
+            format!("Could not resolve to a Repository with the name '{owner}/{name}'."),
+        ))
+    }
+}
+
+/// `first`/`last` applied to `items`, as GitHub's connections take them (no cursors: this
+/// fake's connections give none).
+fn page<T>(
+    mut items: Vec<T>,
+    arguments: &Map<String, Value>,
+    connection: &str,
+) -> Result<(Vec<T>, usize), FieldError> {
+    for cursor in ["after", "before"] {
+        if let Some(value) = arguments.get(cursor).filter(|value| !value.is_null()) {
+            return Err(FieldError::new(
+                "INVALID_CURSOR_ARGUMENTS",
+                format!(
+                    "`{}` does not appear to be a valid cursor.",
+                    value.as_str().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    let first = arguments.get("first").and_then(Value::as_i64);
+    let last = arguments.get("last").and_then(Value::as_i64);
+    if first.is_none() && last.is_none() {
+        return Err(FieldError::new(
+            "MISSING_PAGINATION_BOUNDARIES",
+            format!(
+                "You must provide a `first` or `last` value to properly paginate the `{connection}` connection."
+            ),
+        ));
+    }
+    for (name, value) in [("first", first), ("last", last)] {
+        match value {
+            Some(value) if value > MAX_PAGE => {
+                return Err(FieldError::new(
+                    "EXCESSIVE_PAGINATION",
+                    format!(
+                        "Requesting {value} records on the `{connection}` connection exceeds the `{name}` limit of {MAX_PAGE} records."
+                    ),
+                ));
+            }
+            Some(value) if value < 0 => {
+                return Err(FieldError {
+                    kind: None,
+                    message: format!(
+                        "`{name}` on the `{connection}` connection cannot be less than zero."
+                    ),
+                });
+            }
+            _ => {}
+        }
+    }
+    let total = items.len();
+    if let Some(first) = first {
+        items.truncate(first as usize);
+    }
+    if let Some(last) = last {
+        let skip = items.len().saturating_sub(last as usize);
+        items.drain(..skip);
+    }
+    Ok((items, total))
+}
+
+fn strings(arguments: &Map<String, Value>, name: &str) -> Option<Vec<String>> {
+    arguments.get(name)?.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+/// `(field, direction)` of an `orderBy` argument.
+fn order(arguments: &Map<String, Value>) -> Option<(String, bool)> {
+    let order = arguments.get("orderBy")?.as_object()?;
+    let field = order.get("field")?.as_str()?.to_string();
+    let descending = order.get("direction").and_then(Value::as_str) == Some("DESC");
+    Some((field, descending))
+}
+
+fn graphql_state(state: PullState, merged: bool) -> &'static str {
+    match (state, merged) {
+        (PullState::Open, _) => "OPEN",
+        (PullState::Closed, true) => "MERGED",
+        (PullState::Closed, false) => "CLOSED",
+    }
+}
+
+fn pull_requests(state: &RepoState, arguments: &Map<String, Value>) -> FieldResult {
+    let states = strings(arguments, "states");
+    let labels = strings(arguments, "labels");
+    let head = text(arguments, "headRefName");
+    let base = text(arguments, "baseRefName");
+    let mut pulls: Vec<_> = state
+        .pulls
+        .values()
+        .filter(|pull| {
+            states.as_ref().is_none_or(|states| {
+                states
+                    .iter()
+                    .any(|wanted| wanted == graphql_state(pull.state, pull.merged_at.is_some()))
+            })
+        })
+        .filter(|pull| {
+            labels
+                .as_ref()
+                .is_none_or(|labels| pull.labels.iter().any(|label| labels.contains(label)))
+        })
+        .filter(|pull| head.is_none_or(|head| pull.head_ref == head))
+        .filter(|pull| base.is_none_or(|base| pull.base_ref == base))
+        .collect();
+    if let Some((field, descending)) = order(arguments) {
+        let comments = |number: u64| {
+            state
+                .comments
+                .values()
+                .filter(|comment| comment.issue_number == number)
+                .count() as i64
+        };
+        pulls.sort_by_key(|pull| {
+            let key = match field.as_str() {
+                "UPDATED_AT" => pull.updated_at.0,
+                "COMMENTS" => comments(pull.number),
+                _ => pull.created_at.0,
+            };
+            (key, pull.number)
+        });
+        if descending {
+            pulls.reverse();
+        }
+    }
+    let numbers: Vec<u64> = pulls.iter().map(|pull| pull.number).collect();
+    let (numbers, total) = page(numbers, arguments, "pullRequests")?;
+    Ok(Resolved::Object(Obj::PullRequestConnection {
+        numbers,
+        total,
+    }))
+}
+
+fn git_object(state: &RepoState, arguments: &Map<String, Value>) -> Resolved {
+    let sha = match (text(arguments, "oid"), text(arguments, "expression")) {
+        (Some(oid), _) => Some(oid.to_string()).filter(|oid| state.commits.contains_key(oid)),
+        (None, Some(expression)) => state.resolve_commitish(expression),
+        (None, None) => None,
+    };
+    sha.filter(|sha| state.commits.contains_key(sha))
+        .map(|sha| Resolved::Object(Obj::Commit(sha)))
+        .unwrap_or(Resolved::Null)
+}
+
+/// The commits of a pull request, as REST lists them.
+fn pull_commits(state: &RepoState, number: u64) -> Vec<String> {
+    let pull = &state.pulls[&number];
+    let base = state.branch_sha(&pull.base_ref);
+    let (commits, _) = state.commits_between(base, &pull.head_sha);
+    commits
+        .iter()
+        .take(MAX_PULL_COMMITS)
+        .map(|commit| commit.sha.clone())
+        .collect()
+}
+
+fn pull_request_field(
+    state: &RepoState,
+    number: u64,
+    field: &str,
+    arguments: &Map<String, Value>,
+) -> FieldResult {
+    let Some(pull) = state.pulls.get(&number) else {
+        return Ok(Resolved::Null);
+    };
+    let full_name = state.full_name();
+    Ok(match field {
+        "number" => Resolved::leaf(pull.number),
+        "id" => Resolved::leaf(render::pull_node_id(pull.id)),
+        "title" => Resolved::leaf(&pull.title),
+        "state" => Resolved::leaf(graphql_state(pull.state, pull.merged_at.is_some())),
+        "isDraft" => Resolved::leaf(pull.draft),
+        "merged" => Resolved::leaf(pull.merged_at.is_some()),
+        "mergedAt" => Resolved::optional_leaf(pull.merged_at),
+        "createdAt" => Resolved::leaf(pull.created_at),
+        "updatedAt" => Resolved::leaf(pull.updated_at),
+        "closedAt" => Resolved::optional_leaf(pull.closed_at),
+        "headRefName" => Resolved::leaf(&pull.head_ref),
+        "headRefOid" => Resolved::leaf(&pull.head_sha),
+        "baseRefName" => Resolved::leaf(&pull.base_ref),
+        "baseRefOid" => Resolved::leaf(state.branch_sha(&pull.base_ref).unwrap_or_default()),
+        "isCrossRepository" => Resolved::leaf(pull.head_repo.as_deref() != Some(&full_name)),
+        "headRepository" => pull
+            .head_repo
+            .clone()
+            .map(|full_name| Resolved::Object(Obj::Repository { full_name }))
+            .unwrap_or(Resolved::Null),
+        "author" => Resolved::Object(Obj::Actor(pull.author.clone())),
+        "labels" => {
+            let mut names = pull.labels.clone();
+            let (order_field, descending) =
+                order(arguments).unwrap_or(("CREATED_AT".into(), false));
+            if order_field == "NAME" {
+                names.sort();
+            } else {
+                names.sort_by_key(|name| state.labels.get(name).map(|label| label.id));
+            }
+            if descending {
+                names.reverse();
+            }
+            let (names, total) = page(names, arguments, "labels")?;
+            Resolved::Object(Obj::LabelConnection { names, total })
+        }
+        "timelineItems" => {
+            let mut items: Vec<(Timestamp, &str, Obj)> = pull_commits(state, number)
+                .into_iter()
+                .map(|sha| {
+                    let at = state.commits[&sha].committer.date;
+                    (at, "PULL_REQUEST_COMMIT", Obj::PullRequestCommit(sha))
+                })
+                .collect();
+            if pull.state == PullState::Closed
+                && let Some(at) = pull.closed_at
+            {
+                let actor = pull.closed_by.clone();
+                items.push((at, "CLOSED_EVENT", Obj::ClosedEvent { actor, at }));
+            }
+            items.sort_by_key(|(at, _, _)| *at);
+            let kinds = strings(arguments, "itemTypes");
+            let since = text(arguments, "since").and_then(Timestamp::parse);
+            let skip = arguments.get("skip").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let items: Vec<Obj> = items
+                .into_iter()
+                .filter(|(_, kind, _)| {
+                    kinds
+                        .as_ref()
+                        .is_none_or(|kinds| kinds.iter().any(|wanted| wanted == kind))
+                })
+                .filter(|(at, _, _)| since.is_none_or(|since| *at >= since))
+                .skip(skip)
+                .map(|(_, _, item)| item)
+                .collect();
+            let (items, total) = page(items, arguments, "timelineItems")?;
+            Resolved::Object(Obj::TimelineConnection { items, total })
+        }
+        "commits" => {
+            let (shas, total) = page(pull_commits(state, number), arguments, "commits")?;
+            Resolved::Object(Obj::PullRequestCommitConnection { shas, total })
+        }
+        _ => {
+            return Err(FieldError {
+                kind: None,
+                message: format!("the fake GitHub does not resolve PullRequest.{field}"),
+            });
+        }
+    })
+}
