@@ -40,12 +40,12 @@ use fake_github::prng::SplitMix64;
 use fake_github::{
     CommitSpec, FakeGitHubHandle, FaultConfig, FaultRule, PullState, RepoState, RunSpec,
 };
+use in_process_support::{connection, step};
 use invariants::{Rules, Violation, check};
 use klaud::core::ledger::{Ledger, SessionState};
 use klaud::core::outcome::Outcome;
 use klaud::shell::config::Config;
 use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassSettings, run_pass};
-use in_process_support::{connection, step};
 use recover_support::*;
 
 /// Seeds run at once.
@@ -518,16 +518,13 @@ async fn dry_then_real(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> 
         }
     };
     let sent = write_support::sent(&server.request_log());
-    if listed != sent {
-        return Err(format!(
-            "{} as run {}: the dry run listed\n    {}\n  the real pass sent\n    {}",
-            plan.mode,
-            plan.own_run,
-            listed.join("\n    "),
-            sent.join("\n    ")
-        ));
+    match write_support::difference(&listed, &sent) {
+        Some(difference) => Err(format!(
+            "{} as run {}: {difference}",
+            plan.mode, plan.own_run
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A seed's world, passed through recover and finish passes without faults, each run dry and

@@ -285,7 +285,8 @@ async fn read_details(
 
 /// What the batched read answered, into the snapshot: each object asked for, and what came
 /// along (who closed each pull request of a branch, and its commits) where the snapshot does not
-/// hold it yet. A pull request with more commits than one batch reads is read again by REST.
+/// hold it yet. A pull request with more commits than one batch reads, or with a commit whose
+/// author or committer GraphQL names no user for, is read again by REST.
 async fn take_batch(
     client: &GitHubClient,
     snapshot: &mut Snapshot,
@@ -310,7 +311,7 @@ async fn take_batch(
                 .issues
                 .entry(number)
                 .or_insert_with(|| Ok(issue_fact(number, detail.issue.clone())));
-            if detail.commits.complete() {
+            if read_whole(&detail.commits) {
                 snapshot
                     .commits
                     .entry(number)
@@ -334,7 +335,7 @@ async fn take_batch(
         }
         if commits.contains(&number) {
             match detail {
-                Ok(detail) if !detail.commits.complete() => beyond_the_batch.push(number),
+                Ok(detail) if !read_whole(&detail.commits) => beyond_the_batch.push(number),
                 Ok(detail) => {
                     snapshot
                         .commits
@@ -366,6 +367,17 @@ async fn take_batch(
             .commit_messages
             .insert(sha, message.map_err(|error| describe(&error)));
     }
+}
+
+/// Whether the batch read a pull request's commits as REST would: every one of them, each with
+/// the accounts of its author and committer. GraphQL names only a `User` there, so a commit by a
+/// GitHub App (a bot that is not a user account) comes back without one and is read by REST.
+fn read_whole(commits: &PullRequestCommits) -> bool {
+    commits.complete()
+        && commits
+            .commits
+            .iter()
+            .all(|commit| commit.author.is_some() && commit.committer.is_some())
 }
 
 fn commits_fact(commits: &PullRequestCommits) -> CommitsFact {

@@ -110,4 +110,3 @@ pub async fn step(
         .and_then(|text| serde_json::from_str(&text).ok());
     result.map(|()| record).map_err(|error| error.to_string())
 }
-

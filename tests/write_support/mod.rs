@@ -85,3 +85,32 @@ pub fn sent(log: &[LoggedRequest]) -> Vec<String> {
     described.sort();
     described
 }
+
+/// Fails with the writes only one side has, each cut to 300 characters.
+pub fn assert_same(listed: &[String], sent: &[String]) {
+    if let Some(difference) = difference(listed, sent) {
+        panic!("{difference}");
+    }
+}
+
+/// The writes only one side has, or `None` when both hold the same.
+pub fn difference(listed: &[String], sent: &[String]) -> Option<String> {
+    if listed == sent {
+        return None;
+    }
+    let cut = |write: &String| write.chars().take(300).collect::<String>();
+    let only = |these: &[String], those: &[String]| -> Vec<String> {
+        these
+            .iter()
+            .filter(|write| !those.contains(write))
+            .map(cut)
+            .collect()
+    };
+    Some(format!(
+        "{} writes listed by the dry run, {} sent by the real pass\nonly listed:\n  {}\nonly sent:\n  {}",
+        listed.len(),
+        sent.len(),
+        only(listed, sent).join("\n  "),
+        only(sent, listed).join("\n  ")
+    ))
+}

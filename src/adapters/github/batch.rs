@@ -166,10 +166,19 @@ fn detail_query(repository: &str, objects: &[Asked]) -> (String, Value) {
             }
         }
     }
+    // GitHub refuses a document with a fragment it does not use.
+    let uses_fragment = objects
+        .iter()
+        .any(|object| !matches!(object, Asked::Message(_)));
     let query = format!(
-        "query({}) {{ repository(owner: $owner, name: $name) {{ id {} }} }} {PULL_REQUEST_FRAGMENT}",
+        "query({}) {{ repository(owner: $owner, name: $name) {{ id {} }} }}{}",
         declarations.join(", "),
-        fields.join(" ")
+        fields.join(" "),
+        if uses_fragment {
+            format!(" {PULL_REQUEST_FRAGMENT}")
+        } else {
+            String::new()
+        }
     );
     (query, Value::Object(variables))
 }

@@ -109,6 +109,11 @@ pub(super) async fn closed_by_the_bot(
         ..DetailBatch::default()
     };
     let answers = executor.bot().read_detail_batch(&batch).await;
+    let closed_by_this_dry_run = executor
+        .closed_by_this_dry_run
+        .lock()
+        .expect("dry run lock")
+        .clone();
     closes
         .iter()
         .map(|close| {
@@ -116,6 +121,12 @@ pub(super) async fn closed_by_the_bot(
                 return Ok(());
             };
             match answers.pull_requests.get(number) {
+                // A dry run's own close was recorded, not sent: GitHub still shows it open.
+                Some(Ok(detail))
+                    if detail.issue.state == "open" && closed_by_this_dry_run.contains(number) =>
+                {
+                    Ok(())
+                }
                 Some(Ok(detail)) => closed_by(
                     &issue_fact(*number, detail.issue.clone()),
                     &executor.settings.bot,

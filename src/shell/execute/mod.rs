@@ -167,29 +167,25 @@ pub async fn execute(
         .client
         .writes_left()
         .saturating_sub(settings.reserve);
-    // Candidates' cleanup comes first; legacy lock refs get what their actions leave.
-    let candidate_writes: u64 = groups
+    // Candidates' cleanup comes first, with room for their branch deletions should GitHub not
+    // offer conditional deletions (one request per ref then); legacy lock refs get the rest.
+    let candidate_actions: Vec<&Action> = groups
         .iter()
         .enumerate()
         .filter(|(index, group)| cleared(*index) && !group.independent)
-        .map(|(_, group)| {
-            group
-                .actions
-                .iter()
-                .filter(|action| !action.is_ref_deletion())
-                .map(Action::writes)
-                .sum::<u64>()
-        })
+        .flat_map(|(_, group)| &group.actions)
+        .collect();
+    let deletions = candidate_actions
+        .iter()
+        .filter(|action| action.is_ref_deletion())
+        .count();
+    let candidate_writes: u64 = candidate_actions
+        .iter()
+        .filter(|action| !action.is_ref_deletion())
+        .map(|action| action.writes())
         .sum::<u64>()
-        + refs::requests_for(
-            groups
-                .iter()
-                .enumerate()
-                .filter(|(index, group)| cleared(*index) && !group.independent)
-                .flat_map(|(_, group)| &group.actions)
-                .filter(|action| action.is_ref_deletion())
-                .count(),
-        );
+        + refs::requests_for(deletions)
+        + deletions as u64;
     let executor = Executor {
         connection,
         settings,
@@ -198,6 +194,7 @@ pub async fn execute(
         halted: AtomicBool::new(false),
         refs: refs::RefDeleter::default(),
         pending_runs: Mutex::new(Vec::new()),
+        closed_by_this_dry_run: Mutex::new(std::collections::BTreeSet::new()),
     };
     let records = executor.apply_groups(groups, clearances).await;
     Execution {
@@ -256,6 +253,9 @@ struct Executor<'a> {
     halted: AtomicBool,
     refs: refs::RefDeleter,
     pending_runs: Mutex<Vec<u64>>,
+    /// In a dry run, the pull requests this pass closed (recorded, so GitHub still shows them
+    /// open): the re-read of who closed one is made, and read as the bot's own close.
+    closed_by_this_dry_run: Mutex<std::collections::BTreeSet<u64>>,
 }
 
 /// Progress of one group: a result per action, `None` while not sent.
@@ -525,11 +525,16 @@ impl Executor<'_> {
                     .await
                     .map(|()| "converted to a draft".into())
             }
-            Action::ClosePullRequest { pull_request } => self
-                .bot()
-                .close_pull_request(*pull_request)
-                .await
-                .map(|()| "closed".into()),
+            Action::ClosePullRequest { pull_request } => {
+                let closed = self.bot().close_pull_request(*pull_request).await;
+                if closed.is_ok() && self.bot().records_writes() {
+                    self.closed_by_this_dry_run
+                        .lock()
+                        .expect("dry run lock")
+                        .insert(*pull_request);
+                }
+                closed.map(|()| "closed".into())
+            }
             Action::PostReceipt {
                 pull_request,
                 marker,
