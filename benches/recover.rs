@@ -67,13 +67,17 @@ fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
     )
 }
 
-async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
-    let connection = connection(server);
-    let settings = PassSettings {
+fn settings() -> PassSettings {
+    PassSettings {
         own_run: OWN_RUN,
         now: time(NOW),
         inspections: INSPECTIONS_PER_PASS,
-    };
+    }
+}
+
+async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
+    let connection = connection(server);
+    let settings = settings();
     let started = Instant::now();
     let report = run_pass(&connection, &policy(), &settings)
         .await
@@ -164,7 +168,15 @@ fn breakdown(server: &FakeGitHubHandle) -> String {
     let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for request in server.request_log() {
         let path = request.path.as_str();
+        let operation = request.graphql();
         let kind = match (request.method.as_str(), path) {
+            ("POST", "/graphql") => match operation {
+                Some(operation) if operation.mutation && operation.fields == ["updateRefs"] => {
+                    "updateRefs (ref deletions)"
+                }
+                Some(operation) if operation.mutation => "graphql mutation",
+                _ => "graphql detail read",
+            },
             (_, p) if p.contains("/contents/ledger.json") => "ledger",
             ("GET", p) if p.contains("/pulls?") => "pull request listing",
             ("GET", p) if p.contains("/commits") => "commits",
@@ -276,14 +288,7 @@ async fn in_process() {
     println!("|---|---|---|---|---|---|---|");
     let mut notes = Vec::new();
     for latency_ms in [0, 100] {
-        let mut generated = scenario::generate(SEED, NOW);
-        let ledger = ledger_of(&generated.sessions);
-        generated.write_ledger(&ledger.to_json());
-        let server = FakeGitHub::start(generated.state);
-        server.set_faults(FaultConfig {
-            latency_ms,
-            ..FaultConfig::default()
-        });
+        let server = scenario_server(latency_ms);
         let reference = reference_reads(&server);
         let before_kib = status_kib("VmRSS");
         let reset = reset_peak_rss();
@@ -304,8 +309,8 @@ async fn in_process() {
             "first pass at {latency_ms} ms: {}",
             breakdown(&server)
         ));
-        // Later passes clear the backlog (legacy lock refs at 100 writes a pass); the last row
-        // is a pass with nothing left to do.
+        // Later passes clear what is left (nothing, when the first pass could delete every ref
+        // conditionally); the last row is a pass with nothing left to do.
         for number in 2..=30 {
             server.clear_request_log();
             let (report, wall) = pass(&server).await;
@@ -327,8 +332,54 @@ async fn in_process() {
             }
         }
     }
+    for latency_ms in [0, 100] {
+        // The same first pass as a dry run, and on a GitHub without `updateRefs`.
+        let dry_server = scenario_server(latency_ms);
+        let connection = connection(&dry_server).recording();
+        let started = Instant::now();
+        let dry = run_pass(&connection, &policy(), &settings())
+            .await
+            .expect("the pass runs");
+        row(
+            "first pass, dry run",
+            latency_ms,
+            &dry,
+            started.elapsed(),
+            None,
+        );
+        notes.push(format!(
+            "dry run at {latency_ms} ms: {} writes listed, {} sent",
+            dry.dry_run_writes.len(),
+            dry_server
+                .request_log()
+                .iter()
+                .filter(|request| request.is_write())
+                .count()
+        ));
+        let rest_server = scenario_server(latency_ms);
+        rest_server.set_update_refs_available(false);
+        let (rest, wall) = pass(&rest_server).await;
+        row("first pass, REST fallback", latency_ms, &rest, wall, None);
+        notes.push(format!(
+            "first pass on the REST fallback at {latency_ms} ms: {}",
+            breakdown(&rest_server)
+        ));
+    }
     println!();
     for note in notes {
         println!("- {note}");
     }
+}
+
+/// A fresh standard scenario on its own fake GitHub with `latency_ms` per request.
+fn scenario_server(latency_ms: u64) -> FakeGitHubHandle {
+    let mut generated = scenario::generate(SEED, NOW);
+    let ledger = ledger_of(&generated.sessions);
+    generated.write_ledger(&ledger.to_json());
+    let server = FakeGitHub::start(generated.state);
+    server.set_faults(FaultConfig {
+        latency_ms,
+        ..FaultConfig::default()
+    });
+    server
 }

@@ -81,12 +81,19 @@ fn session_of(server: &FakeGitHubHandle, candidate: &str) -> Session {
         .expect("the candidate has a session")
 }
 
+/// The draft/ready mutations sent (GraphQL also carries batched reads and `updateRefs`).
 fn graphql_requests(server: &FakeGitHubHandle) -> Vec<String> {
     server
         .request_log()
         .iter()
-        .filter(|request| request.path.contains("graphql"))
-        .map(|request| format!("{} {}", request.method, request.path))
+        .filter_map(|request| request.graphql())
+        .filter(|operation| {
+            operation.mutation
+                && operation.fields.iter().any(|field| {
+                    field == "markPullRequestReadyForReview" || field == "convertPullRequestToDraft"
+                })
+        })
+        .map(|operation| operation.fields.join(", "))
         .collect()
 }
 

@@ -227,10 +227,18 @@ fn a_pull_request_closed_by_the_bot_loses_its_branch() {
     pass.run(&server);
 
     assert!(!branch_exists(&server, "a"));
+    // One conditional deletion (`updateRefs`) and nothing else beside the ledger.
+    assert_eq!(writes_beside_the_ledger(&server), ["POST /graphql"]);
+    let deletion = server
+        .request_log()
+        .into_iter()
+        .find(|request| request.is_write() && request.path == "/graphql")
+        .expect("the deletion");
     assert_eq!(
-        writes_beside_the_ledger(&server),
-        ["DELETE /repos/acme/bench/git/refs/heads/klaud/auto-a"]
+        deletion.graphql().map(|operation| operation.fields),
+        Some(vec!["updateRefs".to_string()])
     );
+    assert!(deletion.body.contains("refs/heads/klaud/auto-a"));
     assert_eq!(pass.ids("swept"), ["a"]);
     assert_eq!(pass.outputs()["refs-deleted"], "1");
 }
@@ -606,10 +614,12 @@ fn legacy_lock_refs_are_deleted_once_their_parent_finished() {
 
 #[test]
 fn the_write_budget_stops_a_pass_and_the_next_pass_finishes() {
+    // 260 lock refs take two `updateRefs` requests (250 a request); a budget of 4 is one for the
+    // first ledger write, two kept for the last one, and one for the refs.
     let mut world = World::new();
     let finished = world.finished_planner(5, &[]);
-    for index in 0..12 {
-        world.lock_ref(&format!("klaud/recovery-{finished}-cand-{index:02}"));
+    for index in 0..260 {
+        world.lock_ref(&format!("klaud/recovery-{finished}-cand-{index:03}"));
     }
     let server = world.start();
     let count_locks = || {
@@ -626,13 +636,12 @@ fn the_write_budget_stops_a_pass_and_the_next_pass_finishes() {
     let log = first.run_with(
         &server,
         |command| {
-            command.env("KLAUD_MAX_OPERATIONS", "8");
+            command.env("KLAUD_MAX_OPERATIONS", "4");
         },
         0,
     );
     assert!(log.contains("write budget"), "{log}");
-    let left = count_locks();
-    assert!(left > 0 && left < 12, "{left} left");
+    assert_eq!(count_locks(), 10, "one batch of 250 deleted");
     assert_eq!(
         stored_ledger(&server).recovery_lease,
         None,

@@ -213,8 +213,8 @@ fn writes_since(server: &FakeGitHubHandle, from: usize) -> Vec<String> {
         .map(|request| {
             let path = request.path.strip_prefix(&prefix).unwrap_or(&request.path);
             let path = path.split('?').next().unwrap_or(path);
-            if path == "/graphql" {
-                "POST graphql (draft/ready)".to_string()
+            if let Some(operation) = request.graphql() {
+                format!("POST graphql {}", operation.fields.join(", "))
             } else {
                 format!("{} {path}", request.method)
             }
