@@ -46,5 +46,9 @@ fn the_ledger_schema_forbids_unknown_keys_and_names_the_version() {
             .unwrap()
             .contains(&serde_json::json!("version"))
     );
-    assert_eq!(Ledger::empty().version, 1);
+    assert_eq!(
+        Ledger::empty().version,
+        2,
+        "the document version this release writes"
+    );
 }

@@ -12,7 +12,7 @@ mod recover_support;
 use std::time::{Duration, Instant};
 
 use fake_github::{FaultConfig, PullState};
-use klaud::core::ledger::{Lease, SessionState};
+use klaud::core::ledger::{KeptObject, Lease, SessionState};
 use klaud::core::outcome::Outcome;
 use recover_support::*;
 
@@ -198,7 +198,7 @@ fn a_pull_request_closed_by_a_maintainer_keeps_its_branch() {
         ledger
             .kept
             .iter()
-            .any(|kept| kept.object == "branch:klaud/auto-a"),
+            .any(|kept| kept.object == KeptObject::Branch("klaud/auto-a".into())),
         "remembered, so later passes do not read it again"
     );
 

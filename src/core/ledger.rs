@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::Outcome;
 
-/// The document version this code reads and writes.
-pub const LEDGER_VERSION: u32 = 1;
+/// The document version this code writes. Version 1 (klaud 0.1.0) is read and upgraded:
+/// its `kept` entries named their object and verdict in prose (`branch:<name>`,
+/// `pull-request:<n>`, a reason starting `needs inspection: ` or `left alone: `).
+pub const LEDGER_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -104,11 +106,41 @@ pub struct Lease {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Kept {
-    /// `branch:<name>` or `pull-request:<number>`.
-    pub object: String,
+    pub object: KeptObject,
     pub sha: String,
+    /// What recovery decided about it, and keeps deciding while it stays where it is.
+    pub verdict: KeptVerdict,
     pub reason: String,
     pub since: DateTime<Utc>,
+}
+
+/// What a [`Kept`] entry is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptObject {
+    /// A branch or legacy lock ref, by its name without `refs/heads/`.
+    Branch(String),
+    /// A pull request, by its number.
+    PullRequest(u64),
+}
+
+impl std::fmt::Display for KeptObject {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptObject::Branch(name) => write!(formatter, "branch {name}"),
+            KeptObject::PullRequest(number) => write!(formatter, "#{number}"),
+        }
+    }
+}
+
+/// The verdict a [`Kept`] entry stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptVerdict {
+    /// It stays as it is (a maintainer-closed pull request's branch, a maintainer's commit).
+    LeftAlone,
+    /// A maintainer may be acting on it: nothing of it is touched.
+    NeedsInspection,
 }
 
 /// Why the ledger text could not be used.
@@ -120,6 +152,48 @@ pub enum LedgerReadError {
         "ledger.json has version {found}, newer than version {LEDGER_VERSION} that this klaud understands"
     )]
     NewerVersion { found: u32 },
+}
+
+/// Version 1 → 2: each `kept` entry's prose object and verdict become typed; everything else is
+/// the same.
+fn upgrade_version_1(document: &mut serde_json::Value) -> Result<(), LedgerReadError> {
+    let invalid = |what: String| LedgerReadError::Invalid(format!("version 1 kept entry: {what}"));
+    if let Some(entries) = document
+        .get_mut("kept")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for entry in entries {
+            let object = entry["object"]
+                .as_str()
+                .ok_or_else(|| invalid("no object".into()))?
+                .to_string();
+            entry["object"] = if let Some(name) = object.strip_prefix("branch:") {
+                serde_json::json!({ "branch": name })
+            } else if let Some(number) = object.strip_prefix("pull-request:") {
+                let number: u64 = number
+                    .parse()
+                    .map_err(|_| invalid(format!("object '{object}'")))?;
+                serde_json::json!({ "pull-request": number })
+            } else {
+                return Err(invalid(format!("object '{object}'")));
+            };
+            let reason = entry["reason"].as_str().unwrap_or_default().to_string();
+            let (verdict, reason) = match reason.strip_prefix("needs inspection: ") {
+                Some(rest) => ("needs-inspection", rest.to_string()),
+                None => (
+                    "left-alone",
+                    reason
+                        .strip_prefix("left alone: ")
+                        .unwrap_or(&reason)
+                        .to_string(),
+                ),
+            };
+            entry["verdict"] = serde_json::json!(verdict);
+            entry["reason"] = serde_json::json!(reason);
+        }
+    }
+    document["version"] = serde_json::json!(LEDGER_VERSION);
+    Ok(())
 }
 
 /// Why a family could not be claimed.
@@ -162,6 +236,13 @@ impl Ledger {
             return Err(LedgerReadError::NewerVersion {
                 found: u32::try_from(version).unwrap_or(u32::MAX),
             });
+        }
+        if version < u64::from(LEDGER_VERSION) {
+            let mut document: serde_json::Value = serde_json::from_str(text)
+                .map_err(|error| LedgerReadError::Invalid(error.to_string()))?;
+            upgrade_version_1(&mut document)?;
+            return serde_json::from_value(document)
+                .map_err(|error| LedgerReadError::Invalid(error.to_string()));
         }
         serde_json::from_str(text).map_err(|error| LedgerReadError::Invalid(error.to_string()))
     }
@@ -338,8 +419,52 @@ mod tests {
 
     #[test]
     fn a_newer_version_is_refused_not_misread() {
-        let error = Ledger::from_json(r#"{"version": 2, "sessions": []}"#).unwrap_err();
-        assert_eq!(error, LedgerReadError::NewerVersion { found: 2 });
+        let error = Ledger::from_json(r#"{"version": 3, "sessions": []}"#).unwrap_err();
+        assert_eq!(error, LedgerReadError::NewerVersion { found: 3 });
+    }
+
+    #[test]
+    fn a_version_1_kept_entry_reads_as_its_object_and_verdict() {
+        let ledger = Ledger::from_json(
+            r#"{"version": 1, "kept": [
+                {"object": "branch:klaud/auto-a", "sha": "1", "reason": "closed by ada", "since": "2026-01-01T00:00:00Z"},
+                {"object": "pull-request:7", "sha": "2", "reason": "needs inspection: the head moved", "since": "2026-01-01T00:00:00Z"},
+                {"object": "pull-request:8", "sha": "3", "reason": "left alone: #8 has a commit by ada", "since": "2026-01-01T00:00:00Z"}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(ledger.version, LEDGER_VERSION);
+        let read: Vec<(KeptObject, KeptVerdict, &str)> = ledger
+            .kept
+            .iter()
+            .map(|kept| (kept.object.clone(), kept.verdict, kept.reason.as_str()))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (
+                    KeptObject::Branch("klaud/auto-a".into()),
+                    KeptVerdict::LeftAlone,
+                    "closed by ada"
+                ),
+                (
+                    KeptObject::PullRequest(7),
+                    KeptVerdict::NeedsInspection,
+                    "the head moved"
+                ),
+                (
+                    KeptObject::PullRequest(8),
+                    KeptVerdict::LeftAlone,
+                    "#8 has a commit by ada"
+                ),
+            ]
+        );
+        assert!(matches!(
+            Ledger::from_json(
+                r#"{"version": 1, "kept": [{"object": "tag:x", "sha": "1", "reason": "r", "since": "2026-01-01T00:00:00Z"}]}"#
+            ),
+            Err(LedgerReadError::Invalid(message)) if message.contains("tag:x")
+        ));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use super::guards::{
 };
 use super::labels::status_label_sync;
 use super::liveness::{Alive, Liveness};
-use super::{Decider, RunSeen, Seen, Verdict};
-use crate::core::ledger::{Kept, Session, SessionState};
+use super::{CandidateDecision, Facts, RunSeen, Seen, Verdict, decision};
+use crate::core::ledger::{Kept, KeptObject, KeptVerdict, Session, SessionState};
 use crate::core::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use crate::core::plan::{
     Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
@@ -25,11 +25,11 @@ use crate::core::plan::{
 use crate::core::recover::ledger_plan::OutcomeRecord;
 use crate::core::snapshot::PullRequestFact;
 
-pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
-    let snapshot = decider.snapshot;
-    let policy = decider.policy;
+pub(super) fn decide(facts: &Facts<'_>, id: &str, liveness: &Liveness) -> CandidateDecision {
+    let snapshot = facts.snapshot;
+    let policy = facts.policy;
     let branch = policy.candidate_branch(id);
-    let session = decider.session_of(id);
+    let session = facts.session_of(id);
     let open_session = session.filter(|session| session.state != SessionState::Finished);
     let pulls: Vec<&PullRequestFact> = snapshot
         .open_pull_requests
@@ -43,7 +43,7 @@ pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
 
     if let Some(gap) = &snapshot.open_pull_requests.gap {
         let reason = format!("the open pull requests could not all be listed ({gap})");
-        return decider.report(id, number, Verdict::Skipped, recorded, reason, None);
+        return decision(number, Verdict::Skipped, recorded, reason, None);
     }
     if pulls.len() > 1 {
         let numbers: Vec<String> = pulls.iter().map(|p| format!("#{}", p.number)).collect();
@@ -51,7 +51,7 @@ pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
             "several open pull requests from {branch}: {}",
             numbers.join(", ")
         );
-        return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+        return decision(number, Verdict::NeedsInspection, recorded, reason, None);
     }
     if let Some(pull) = pull
         && pull.author.as_deref() != Some(policy.bot.as_str())
@@ -61,12 +61,11 @@ pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
             pull.number,
             pull.author.as_deref().unwrap_or("a deleted account")
         );
-        return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+        return decision(number, Verdict::NeedsInspection, recorded, reason, None);
     }
     let handed_off = pull.is_some_and(|pull| pull.labels.contains(&policy.handoff_label));
     if open_session.is_some_and(|session| session.state == SessionState::Parked) && !handed_off {
-        return decider.report(
-            id,
+        return decision(
             number,
             Verdict::Parked,
             None,
@@ -74,34 +73,33 @@ pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
             None,
         );
     }
-    match liveness.of(decider, id, session) {
+    match liveness.of(facts, id, session) {
         Alive::Yes(why) => {
             let group = pull
                 .filter(|_| !handed_off)
-                .and_then(|pull| status_label_sync(decider, id, pull, StatusLabel::InProgress));
-            return decider.report(id, number, Verdict::Live, None, why, group);
+                .and_then(|pull| status_label_sync(facts, id, pull, StatusLabel::InProgress));
+            return decision(number, Verdict::Live, None, why, group);
         }
         Alive::Unknown(why) => {
-            return decider.report(id, number, Verdict::Skipped, recorded, why, None);
+            return decision(number, Verdict::Skipped, recorded, why, None);
         }
         Alive::Unreadable(why) => {
-            return decider.report(id, number, Verdict::NeedsInspection, recorded, why, None);
+            return decision(number, Verdict::NeedsInspection, recorded, why, None);
         }
         Alive::No => {}
     }
     if let Some(gap) = &snapshot.refs.gap {
         // A branch that was not listed may still exist: nothing is cleaned up on a guess.
         let reason = format!("the candidate branches could not all be listed ({gap})");
-        return decider.report(id, number, Verdict::Skipped, recorded, reason, None);
+        return decision(number, Verdict::Skipped, recorded, reason, None);
     }
     if handed_off {
-        return hand_off(decider, id, pull.map(|pull| pull.number), open_session);
+        return hand_off(facts, id, pull.map(|pull| pull.number), open_session);
     }
     match (open_session, pull) {
-        (Some(session), _) => reconcile(decider, id, session, pull, liveness),
-        (None, Some(pull)) => sweep(decider, id, session, pull, liveness),
-        (None, None) => decider.report(
-            id,
+        (Some(session), _) => reconcile(facts, id, session, pull, liveness),
+        (None, Some(pull)) => sweep(facts, id, session, pull, liveness),
+        (None, None) => decision(
             None,
             Verdict::LeftAlone,
             recorded,
@@ -113,47 +111,52 @@ pub(super) fn decide(decider: &mut Decider<'_>, id: &str, liveness: &Liveness) {
 
 /// A handed-off pull request is never changed again; a live session whose parent ended is
 /// recorded as `handoff`.
-fn hand_off(decider: &mut Decider<'_>, id: &str, number: Option<u64>, session: Option<&Session>) {
-    let label = decider.policy.handoff_label.clone();
+fn hand_off(
+    facts: &Facts<'_>,
+    id: &str,
+    number: Option<u64>,
+    session: Option<&Session>,
+) -> CandidateDecision {
+    let label = facts.policy.handoff_label.clone();
     match session.filter(|session| session.state == SessionState::Live) {
         Some(session) => {
-            decider.ledger.outcomes.push(OutcomeRecord {
+            let record = OutcomeRecord {
                 candidate: id.to_string(),
                 parent_run: session.parent_run,
                 outcome: Outcome::Handoff,
                 agent_ran: true,
-            });
+            };
             let reason = format!(
                 "its parent run {} ended and the pull request carries {label}: recorded as handoff, nothing on GitHub touched",
                 session.parent_run
             );
-            decider.report(
-                id,
+            decision(
                 number,
                 Verdict::Reconciled,
                 Some(Outcome::Handoff),
                 reason,
                 None,
-            );
+            )
+            .recording(record)
         }
         None => {
             let reason = format!("handed off to maintainers ({label})");
-            let outcome = decider.session_of(id).and_then(|session| session.outcome);
-            decider.report(id, number, Verdict::LeftAlone, outcome, reason, None);
+            let outcome = facts.session_of(id).and_then(|session| session.outcome);
+            decision(number, Verdict::LeftAlone, outcome, reason, None)
         }
     }
 }
 
 /// A live session whose parent ended: record its outcome, then clean up per the outcome.
 fn reconcile(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     id: &str,
     session: &Session,
     pull: Option<&PullRequestFact>,
     liveness: &Liveness,
-) {
+) -> CandidateDecision {
     let parent = session.parent_run;
-    let ended_at = match decider.run_state(parent) {
+    let ended_at = match facts.run_state(parent) {
         RunSeen::Ended(ended_at) => ended_at.unwrap_or(session.started_at),
         // `Alive::No` for a live session means its parent ended.
         _ => session.started_at,
@@ -166,40 +169,39 @@ fn reconcile(
         agent_ran: true,
     };
     let Some(pull) = pull else {
-        return reconcile_without_open_pull_request(decider, id, session, ended_at, liveness);
+        return reconcile_without_open_pull_request(facts, id, session, ended_at, liveness);
     };
     let number = Some(pull.number);
     if !pull.draft {
         if pending == Some(Outcome::Validated) {
             // The session reported validated and marked it ready before its parent ended.
-            decider.ledger.outcomes.push(record(Outcome::Validated));
             let reason = format!(
                 "its parent run {parent} ended after it reported validated; #{} stays ready",
                 pull.number
             );
-            return decider.report(
-                id,
+            return decision(
                 number,
                 Verdict::Reconciled,
                 Some(Outcome::Validated),
                 reason,
                 None,
-            );
+            )
+            .recording(record(Outcome::Validated));
         }
         let reason = format!(
             "#{} is ready for review without a validated record: reconciling never closes or redrafts it",
             pull.number
         );
-        return decider.report(id, number, Verdict::NeedsInspection, None, reason, None);
+        return decision(number, Verdict::NeedsInspection, None, reason, None);
     }
     let (maintainer_commit, final_sweep_succeeded) =
-        match examine_pull_request(decider, pull, ended_at, "its parent ended") {
+        match examine_pull_request(facts, pull, ended_at, "its parent ended") {
             Examination::Clear {
                 active_sweep: Some(run),
                 ..
             } => {
                 let reason = format!("sweep run {run} on its branch is active");
-                return decider.report(id, number, Verdict::Live, None, reason, None);
+                return decision(number, Verdict::Live, None, reason, None);
             }
             Examination::Clear {
                 maintainer_commit,
@@ -207,9 +209,9 @@ fn reconcile(
                 ..
             } => (maintainer_commit, final_sweep_succeeded),
             Examination::NeedsInspection { reason, .. } => {
-                return decider.report(id, number, Verdict::NeedsInspection, None, reason, None);
+                return decision(number, Verdict::NeedsInspection, None, reason, None);
             }
-            Examination::Waiting(what) => return waiting(decider, id, number, &what),
+            Examination::Waiting(what) => return waiting(number, &what),
         };
     let (outcome, why) = if final_sweep_succeeded {
         (
@@ -224,7 +226,6 @@ fn reconcile(
     } else {
         (Outcome::NoOutcome, "no outcome was reported".to_string())
     };
-    decider.ledger.outcomes.push(record(outcome));
     let mut reason = format!("its parent run {parent} ended; {outcome}: {why}");
     let group = match maintainer_commit {
         Some(login) => {
@@ -235,7 +236,7 @@ fn reconcile(
             None
         }
         None => Some(cleanup_group(
-            decider,
+            facts,
             id,
             Some(pull),
             outcome,
@@ -244,30 +245,23 @@ fn reconcile(
             &mut reason,
         )),
     };
-    decider.report(
-        id,
-        number,
-        Verdict::Reconciled,
-        Some(outcome),
-        reason,
-        group,
-    );
+    decision(number, Verdict::Reconciled, Some(outcome), reason, group).recording(record(outcome))
 }
 
 /// A live session whose parent ended without an open pull request: its pull request was
 /// closed (by a maintainer: `closed-by-maintainer`), merged, or never opened.
 fn reconcile_without_open_pull_request(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     id: &str,
     session: &Session,
     ended_at: DateTime<Utc>,
     liveness: &Liveness,
-) {
-    let branch = decider.policy.candidate_branch(id);
+) -> CandidateDecision {
+    let branch = facts.policy.candidate_branch(id);
     let parent = session.parent_run;
     let number = match session.pull_request {
         Some(number) => Some(number),
-        None => match decider.branch_pull_requests(&branch) {
+        None => match facts.branch_pull_requests(&branch) {
             Seen::Known(pulls) => pulls
                 .iter()
                 .filter(|pull| pull.from_this_repository && pull.created_at >= session.started_at)
@@ -275,9 +269,9 @@ fn reconcile_without_open_pull_request(
                 .max(),
             Seen::Failed(error) => {
                 let reason = format!("the pull requests of {branch} could not be read ({error})");
-                return decider.report(id, None, Verdict::NeedsInspection, None, reason, None);
+                return decision(None, Verdict::NeedsInspection, None, reason, None);
             }
-            Seen::Unread => return waiting(decider, id, None, "its pull requests"),
+            Seen::Unread => return waiting(None, "its pull requests"),
         },
     };
     let fallback = session.pending_outcome.unwrap_or(Outcome::NoOutcome);
@@ -287,25 +281,18 @@ fn reconcile_without_open_pull_request(
             fallback,
             format!("its parent run {parent} ended before it opened a pull request; {fallback}"),
         ),
-        Some(number) => match decider.issue(number) {
+        Some(number) => match facts.issue(number) {
             Seen::Unread => {
-                return waiting(decider, id, Some(number), "who closed its pull request");
+                return waiting(Some(number), "who closed its pull request");
             }
             Seen::Failed(error) => {
                 let reason = format!("#{number} could not be read ({error})");
-                return decider.report(
-                    id,
-                    Some(number),
-                    Verdict::NeedsInspection,
-                    None,
-                    reason,
-                    None,
-                );
+                return decision(Some(number), Verdict::NeedsInspection, None, reason, None);
             }
             Seen::Known(issue) if issue.open => {
                 let reason =
                     format!("#{number} is open but was not listed: left for the next pass");
-                return decider.report(id, Some(number), Verdict::Skipped, None, reason, None);
+                return decision(Some(number), Verdict::Skipped, None, reason, None);
             }
             Seen::Known(issue) if issue.merged => {
                 let outcome = session.pending_outcome.unwrap_or(Outcome::Validated);
@@ -314,9 +301,7 @@ fn reconcile_without_open_pull_request(
                     format!("its parent run {parent} ended and #{number} was merged; {outcome}"),
                 )
             }
-            Seen::Known(issue)
-                if issue.closed_by.as_deref() != Some(decider.policy.bot.as_str()) =>
-            {
+            Seen::Known(issue) if issue.closed_by.as_deref() != Some(facts.policy.bot.as_str()) => {
                 (
                     Outcome::ClosedByMaintainer,
                     format!(
@@ -341,44 +326,44 @@ fn reconcile_without_open_pull_request(
     // handed off) stops the whole group, its branch included.
     let mut pull_request_check = None;
     if let Some(number) = number
-        && let Some(action) = closed_pull_request_label(decider, number, outcome)
+        && let Some(action) = closed_pull_request_label(facts, number, outcome)
     {
         actions.push(action);
         pull_request_check = Some(PullRequestCheck {
             number,
             head_sha: None,
-            author: decider.policy.bot.clone(),
+            author: facts.policy.bot.clone(),
             draft: None,
-            handoff_label: decider.policy.handoff_label.clone(),
+            handoff_label: facts.policy.handoff_label.clone(),
             open: false,
         });
     }
     if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
-        match maintainer_sweep(decider, &branch, ended_at, "its parent ended") {
+        match maintainer_sweep(facts, &branch, ended_at, "its parent ended") {
             Ok(None) => {}
             Ok(Some(finding)) => {
-                return decider.report(id, number, Verdict::NeedsInspection, None, finding, None);
+                return decision(number, Verdict::NeedsInspection, None, finding, None);
             }
-            Err(what) => return waiting(decider, id, number, &what),
+            Err(what) => return waiting(number, &what),
         }
-        actions.extend(cancel_bot_smokes(decider, id, liveness));
+        actions.extend(cancel_bot_smokes(facts, id, liveness));
         if closed_by_bot && let Some(number) = number {
-            match deletable_branch(decider, &branch, number) {
+            match deletable_branch(facts, &branch, number) {
                 Ok(Some(action)) => actions.push(action),
                 Ok(None) => {}
                 Err(BranchFinding::Waiting(what)) => {
-                    return waiting(decider, id, Some(number), &what);
+                    return waiting(Some(number), &what);
                 }
                 Err(BranchFinding::Kept(why)) => reason.push_str(&format!("; branch kept: {why}")),
             }
         }
     }
-    decider.ledger.outcomes.push(OutcomeRecord {
+    let record = OutcomeRecord {
         candidate: id.to_string(),
         parent_run: parent,
         outcome,
         agent_ran: true,
-    });
+    };
     let group = ActionGroup {
         subject: id.to_string(),
         candidate: Some(id.to_string()),
@@ -388,28 +373,24 @@ fn reconcile_without_open_pull_request(
         independent: false,
         actions,
     };
-    decider.report(
-        id,
+    decision(
         number,
         Verdict::Reconciled,
         Some(outcome),
         reason,
         Some(group),
-    );
+    )
+    .recording(record)
 }
 
 /// The status label a reconciled session's closed (or merged) pull request shows from now on:
 /// its outcome's label, none for `closed-by-maintainer`, so that the list no longer says
 /// "in progress". A pull request handed off to maintainers is never touched.
-fn closed_pull_request_label(
-    decider: &mut Decider<'_>,
-    number: u64,
-    outcome: Outcome,
-) -> Option<Action> {
-    let Seen::Known(issue) = decider.issue(number) else {
+fn closed_pull_request_label(facts: &Facts<'_>, number: u64, outcome: Outcome) -> Option<Action> {
+    let Seen::Known(issue) = facts.issue(number) else {
         return None;
     };
-    let policy = decider.policy;
+    let policy = facts.policy;
     if issue.labels.contains(&policy.handoff_label) {
         return None;
     }
@@ -418,12 +399,12 @@ fn closed_pull_request_label(
 
 /// An open bot pull request with no live session: abandoned (contract §5).
 fn sweep(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     id: &str,
     session: Option<&Session>,
     pull: &PullRequestFact,
     liveness: &Liveness,
-) {
+) -> CandidateDecision {
     let number = Some(pull.number);
     let recorded = session.and_then(|session| session.outcome);
     let since = session
@@ -444,48 +425,55 @@ fn sweep(
                 ),
             )
         };
-        return decider.report(id, number, verdict, recorded, reason, None);
+        return decision(number, verdict, recorded, reason, None);
     }
-    let object = format!("pull-request:{}", pull.number);
-    if let Some(kept) = decider
+    let object = KeptObject::PullRequest(pull.number);
+    if let Some(kept) = facts
         .snapshot
         .ledger
         .kept
         .iter()
         .find(|kept| kept.object == object && kept.sha == pull.head_sha)
     {
-        let (verdict, reason) = remembered(&kept.reason);
-        return decider.report(id, number, verdict, recorded, reason, None);
+        let reason = format!("{} (remembered while its head stays)", kept.reason);
+        let verdict = match kept.verdict {
+            KeptVerdict::NeedsInspection => Verdict::NeedsInspection,
+            KeptVerdict::LeftAlone => Verdict::LeftAlone,
+        };
+        return decision(number, verdict, recorded, reason, None);
     }
-    let maintainer_commit = match examine_pull_request(decider, pull, since, "the session ended") {
+    let maintainer_commit = match examine_pull_request(facts, pull, since, "the session ended") {
         Examination::Clear {
             active_sweep: Some(run),
             ..
         } => {
             let reason = format!("sweep run {run} on its branch is active");
-            return decider.report(id, number, Verdict::LeftAlone, recorded, reason, None);
+            return decision(number, Verdict::LeftAlone, recorded, reason, None);
         }
         Examination::Clear {
             maintainer_commit, ..
         } => maintainer_commit,
         Examination::NeedsInspection { reason, remember } => {
-            if remember {
-                remember_pull_request(decider, pull, &format!("needs inspection: {reason}"));
-            }
-            return decider.report(id, number, Verdict::NeedsInspection, recorded, reason, None);
+            let remembered = remember
+                .then(|| kept_pull_request(facts, pull, KeptVerdict::NeedsInspection, &reason));
+            let decided = decision(number, Verdict::NeedsInspection, recorded, reason, None);
+            return match remembered {
+                Some(kept) => decided.remembering(kept),
+                None => decided,
+            };
         }
-        Examination::Waiting(what) => return waiting(decider, id, number, &what),
+        Examination::Waiting(what) => return waiting(number, &what),
     };
     if let Some(login) = maintainer_commit {
         let reason = format!("#{} has a commit by {login}", pull.number);
-        remember_pull_request(decider, pull, &format!("left alone: {reason}"));
-        return decider.report(id, number, Verdict::LeftAlone, recorded, reason, None);
+        let kept = kept_pull_request(facts, pull, KeptVerdict::LeftAlone, &reason);
+        return decision(number, Verdict::LeftAlone, recorded, reason, None).remembering(kept);
     }
     let outcome = recorded.unwrap_or(Outcome::NoOutcome);
     match outcome.branch_on_cleanup() {
         BranchOnCleanup::LeftAsIs => {
             let reason = format!("{outcome}: left as the maintainer left it");
-            decider.report(id, number, Verdict::LeftAlone, recorded, reason, None)
+            decision(number, Verdict::LeftAlone, recorded, reason, None)
         }
         BranchOnCleanup::KeptReady => {
             let mut reason = format!(
@@ -493,7 +481,7 @@ fn sweep(
                 pull.number
             );
             let group = cleanup_group(
-                decider,
+                facts,
                 id,
                 Some(pull),
                 outcome,
@@ -501,14 +489,7 @@ fn sweep(
                 liveness,
                 &mut reason,
             );
-            decider.report(
-                id,
-                number,
-                Verdict::Reconciled,
-                recorded,
-                reason,
-                Some(group),
-            )
+            decision(number, Verdict::Reconciled, recorded, reason, Some(group))
         }
         BranchOnCleanup::Deleted => {
             let mut reason = match session {
@@ -519,7 +500,7 @@ fn sweep(
                 None => "abandoned: no session, no planner job or sweep is active".to_string(),
             };
             let group = cleanup_group(
-                decider,
+                facts,
                 id,
                 Some(pull),
                 outcome,
@@ -527,39 +508,28 @@ fn sweep(
                 liveness,
                 &mut reason,
             );
-            decider.report(id, number, Verdict::Swept, recorded, reason, Some(group))
+            decision(number, Verdict::Swept, recorded, reason, Some(group))
         }
     }
 }
 
-fn waiting(decider: &mut Decider<'_>, id: &str, number: Option<u64>, what: &str) {
+fn waiting(number: Option<u64>, what: &str) -> CandidateDecision {
     let reason = format!("{what} could not be read this pass: left as it is");
-    decider.report(id, number, Verdict::Skipped, None, reason, None);
+    decision(number, Verdict::Skipped, None, reason, None)
 }
 
-fn remember_pull_request(decider: &mut Decider<'_>, pull: &PullRequestFact, reason: &str) {
-    decider.ledger.kept_added.push(Kept {
-        object: format!("pull-request:{}", pull.number),
+/// The ledger's memory of a pull request decided `verdict` while its head stays.
+fn kept_pull_request(
+    facts: &Facts<'_>,
+    pull: &PullRequestFact,
+    verdict: KeptVerdict,
+    reason: &str,
+) -> Kept {
+    Kept {
+        object: KeptObject::PullRequest(pull.number),
         sha: pull.head_sha.clone(),
+        verdict,
         reason: reason.to_string(),
-        since: decider.context.now,
-    });
-}
-
-/// The verdict and reason of a remembered pull request (`needs inspection: …` or
-/// `left alone: …`).
-fn remembered(reason: &str) -> (Verdict, String) {
-    match reason.strip_prefix("needs inspection: ") {
-        Some(rest) => (
-            Verdict::NeedsInspection,
-            format!("{rest} (remembered while its head stays)"),
-        ),
-        None => (
-            Verdict::LeftAlone,
-            format!(
-                "{} (remembered while its head stays)",
-                reason.strip_prefix("left alone: ").unwrap_or(reason)
-            ),
-        ),
+        since: facts.context.now,
     }
 }

@@ -3,7 +3,7 @@
 //! bot's smoke runs, sets the outcome's status label, removes the sweep labels, closes the draft
 //! and deletes its branch while it still points at the examined head.
 
-use super::Decider;
+use super::Facts;
 use super::labels::cleanup_label;
 use super::liveness::Liveness;
 use crate::core::outcome::{BranchOnCleanup, Outcome};
@@ -14,7 +14,7 @@ use crate::core::snapshot::PullRequestFact;
 /// otherwise the bot's smoke runs are cancelled, sweep labels removed, the draft closed and its
 /// branch deleted while it still points at the examined head.
 pub(super) fn cleanup_group(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     id: &str,
     pull: Option<&PullRequestFact>,
     outcome: Outcome,
@@ -22,7 +22,7 @@ pub(super) fn cleanup_group(
     liveness: &Liveness,
     reason: &mut String,
 ) -> ActionGroup {
-    let policy = decider.policy;
+    let policy = facts.policy;
     let mut actions = Vec::new();
     let check = pull.map(|pull| PullRequestCheck {
         number: pull.number,
@@ -35,7 +35,7 @@ pub(super) fn cleanup_group(
     match outcome.branch_on_cleanup() {
         BranchOnCleanup::KeptReady => {
             if let Some(pull) = pull {
-                actions.extend(cleanup_label(decider, pull, outcome));
+                actions.extend(cleanup_label(facts, pull, outcome));
                 actions.push(Action::MarkReady {
                     pull_request: pull.number,
                     node_id: pull.node_id.clone(),
@@ -44,9 +44,9 @@ pub(super) fn cleanup_group(
         }
         BranchOnCleanup::LeftAsIs => reason.push_str("; left as it is"),
         BranchOnCleanup::Deleted => {
-            actions.extend(cancel_bot_smokes(decider, id, liveness));
+            actions.extend(cancel_bot_smokes(facts, id, liveness));
             if let Some(pull) = pull {
-                actions.extend(cleanup_label(decider, pull, outcome));
+                actions.extend(cleanup_label(facts, pull, outcome));
                 for label in &policy.sweep_labels {
                     if pull.labels.contains(label) {
                         actions.push(Action::RemoveLabel {
@@ -58,7 +58,7 @@ pub(super) fn cleanup_group(
                 actions.push(Action::ClosePullRequest {
                     pull_request: pull.number,
                 });
-                let branch_sha = decider
+                let branch_sha = facts
                     .snapshot
                     .refs
                     .items
@@ -92,12 +92,8 @@ pub(super) fn cleanup_group(
 }
 
 /// The bot's active smoke runs of a candidate.
-pub(super) fn cancel_bot_smokes(
-    decider: &Decider<'_>,
-    id: &str,
-    liveness: &Liveness,
-) -> Vec<Action> {
-    let policy = decider.policy;
+pub(super) fn cancel_bot_smokes(facts: &Facts<'_>, id: &str, liveness: &Liveness) -> Vec<Action> {
+    let policy = facts.policy;
     let branch = policy.candidate_branch(id);
     liveness
         .runs_of(&policy.smoke_workflow, id, &branch)

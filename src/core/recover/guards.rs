@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Decider, Seen};
+use super::{Facts, Seen};
 use crate::core::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
 use crate::core::plan::Action;
 use crate::core::snapshot::PullRequestFact;
@@ -29,13 +29,13 @@ pub(super) enum Examination {
 /// The §5 guards on an open pull request: every commit the bot's (the head above all), no
 /// sweep started by anyone else after `since`, no unreadable detail.
 pub(super) fn examine_pull_request(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     pull: &PullRequestFact,
     since: DateTime<Utc>,
     since_what: &str,
 ) -> Examination {
-    let bot = decider.policy.bot.clone();
-    let commits = match decider.commits(pull.number) {
+    let bot = facts.policy.bot.clone();
+    let commits = match facts.commits(pull.number) {
         Seen::Known(commits) => commits,
         Seen::Failed(error) => {
             return Examination::NeedsInspection {
@@ -64,7 +64,7 @@ pub(super) fn examine_pull_request(
         };
     }
     let branch = pull.head_branch.clone();
-    match maintainer_sweep(decider, &branch, since, since_what) {
+    match maintainer_sweep(facts, &branch, since, since_what) {
         Ok(Some(reason)) => {
             return Examination::NeedsInspection {
                 reason,
@@ -74,10 +74,10 @@ pub(super) fn examine_pull_request(
         Ok(None) => {}
         Err(what) => return Examination::Waiting(what),
     }
-    let Seen::Known(sweeps) = decider.sweeps(&branch) else {
+    let Seen::Known(sweeps) = facts.sweeps(&branch) else {
         return Examination::Waiting(format!("the sweep runs of {branch}"));
     };
-    let sweep_workflow = decider.policy.sweep_workflow.clone();
+    let sweep_workflow = facts.policy.sweep_workflow.clone();
     let active_sweep = sweeps
         .items
         .iter()
@@ -99,13 +99,13 @@ pub(super) fn examine_pull_request(
 /// `Ok(Some(reason))` when a sweep run on `branch` was started by anyone but the bot after
 /// `since`; `Err(what)` while the sweep runs are unread.
 pub(super) fn maintainer_sweep(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     branch: &str,
     since: DateTime<Utc>,
     since_what: &str,
 ) -> Result<Option<String>, String> {
-    let bot = decider.policy.bot.clone();
-    match decider.sweeps(branch) {
+    let bot = facts.policy.bot.clone();
+    match facts.sweeps(branch) {
         Seen::Unread => Err(format!("the sweep runs of {branch}")),
         Seen::Failed(error) => Ok(Some(format!(
             "the sweep runs of {branch} could not be read ({error})"
@@ -136,11 +136,11 @@ pub(super) enum BranchFinding {
 /// The deletion of `branch` after its pull request `number` was closed by the bot: only when
 /// every commit is the bot's and the branch still points at the pull request's head.
 pub(super) fn deletable_branch(
-    decider: &mut Decider<'_>,
+    facts: &Facts<'_>,
     branch: &str,
     number: u64,
 ) -> Result<Option<Action>, BranchFinding> {
-    let Some(sha) = decider
+    let Some(sha) = facts
         .snapshot
         .refs
         .items
@@ -150,8 +150,8 @@ pub(super) fn deletable_branch(
     else {
         return Ok(None);
     };
-    let bot = decider.policy.bot.clone();
-    let commits = match decider.commits(number) {
+    let bot = facts.policy.bot.clone();
+    let commits = match facts.commits(number) {
         Seen::Known(commits) => commits,
         Seen::Failed(error) => {
             return Err(BranchFinding::Kept(format!(

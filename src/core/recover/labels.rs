@@ -4,7 +4,7 @@
 //! that label events start no workflows. Only the bot's open drafts without the handoff label
 //! get label changes; a pull request that is left alone keeps the labels it has.
 
-use super::Decider;
+use super::Facts;
 use crate::core::outcome::{Outcome, StatusLabel};
 use crate::core::plan::{
     Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action,
@@ -13,22 +13,22 @@ use crate::core::snapshot::PullRequestFact;
 
 /// The label of a pull request cleaned up with `outcome`.
 pub(super) fn cleanup_label(
-    decider: &Decider<'_>,
+    facts: &Facts<'_>,
     pull: &PullRequestFact,
     outcome: Outcome,
 ) -> Option<Action> {
     let wanted = outcome.status_label()?;
-    status_label_action(decider.policy, pull, Some(wanted))
+    status_label_action(facts.policy, pull, Some(wanted))
 }
 
 /// A group that sets the status label of a live or parked session's draft, when it is wrong.
 pub(super) fn status_label_sync(
-    decider: &Decider<'_>,
+    facts: &Facts<'_>,
     candidate: &str,
     pull: &PullRequestFact,
     wanted: StatusLabel,
 ) -> Option<ActionGroup> {
-    let policy = decider.policy;
+    let policy = facts.policy;
     if !pull.draft
         || !pull.from_this_repository
         || pull.author.as_deref() != Some(policy.bot.as_str())
@@ -36,7 +36,7 @@ pub(super) fn status_label_sync(
     {
         return None;
     }
-    let action = status_label_action(decider.policy, pull, Some(wanted))?;
+    let action = status_label_action(facts.policy, pull, Some(wanted))?;
     Some(ActionGroup {
         subject: candidate.to_string(),
         candidate: Some(candidate.to_string()),

@@ -16,7 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::RecoveryPlan;
-use crate::core::ledger::{Kept, Lease, Ledger, SessionState};
+use crate::core::ledger::{Kept, KeptObject, Lease, Ledger, SessionState};
 use crate::core::outcome::Outcome;
 use crate::core::plan::LedgerExpectation;
 
@@ -113,8 +113,8 @@ pub struct LedgerPlan {
     pub resumes: Vec<ResumeRecord>,
     pub claim_releases: Vec<ClaimRelease>,
     pub kept_added: Vec<Kept>,
-    /// Objects (`Kept::object`) no longer kept: moved or gone.
-    pub kept_dropped: Vec<String>,
+    /// Objects no longer kept: moved or gone.
+    pub kept_dropped: Vec<KeptObject>,
 }
 
 impl LedgerPlan {

@@ -16,8 +16,10 @@
 use super::cleanup::cancel_bot_smokes;
 use super::guards::{BranchFinding, deletable_branch};
 use super::liveness::{Alive, Liveness};
-use super::{Decider, Seen, Verdict};
-use crate::core::ledger::Kept;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{CandidateDecision, CandidateReport, Facts, RefsReport, Seen, Verdict, decision};
+use crate::core::ledger::{Kept, KeptObject, KeptVerdict};
 use crate::core::outcome::BranchOnCleanup;
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation};
 use crate::core::policy::Policy;
@@ -67,17 +69,55 @@ fn common_directory(prefixes: &[String]) -> Option<String> {
     Some(common[..=end].to_string())
 }
 
-pub(super) fn decide_refs(decider: &mut Decider<'_>, liveness: &Liveness) {
-    let snapshot = decider.snapshot;
-    forget_what_moved(decider);
+/// What examining the refs decided: the sweeps of leftover branches (candidates no earlier
+/// step decided), the lock refs to delete, what the ledger remembers and forgets, the report.
+#[derive(Debug, Default)]
+pub(super) struct RefsDecision {
+    pub candidates: Vec<(String, CandidateDecision)>,
+    pub lock_refs: Option<ActionGroup>,
+    pub kept_added: Vec<Kept>,
+    pub kept_dropped: Vec<KeptObject>,
+    pub report: RefsReport,
+}
+
+/// The step's working state: its explicit inputs from the candidates' decisions, the
+/// inspection budget it spends, and the decision it builds.
+struct Examination<'d> {
+    decided: &'d BTreeMap<String, CandidateReport>,
+    untouchable: &'d BTreeSet<String>,
+    inspections_left: usize,
+    out: RefsDecision,
+}
+
+/// The refs no open pull request explains, examined after every candidate was decided
+/// (`decided`, `untouchable`: a candidate with a verdict is not examined again here).
+pub(super) fn decide_refs(
+    facts: &Facts<'_>,
+    liveness: &Liveness,
+    decided: &BTreeMap<String, CandidateReport>,
+    untouchable: &BTreeSet<String>,
+) -> RefsDecision {
+    let mut out = Examination {
+        decided,
+        untouchable,
+        inspections_left: facts.context.inspections,
+        out: RefsDecision::default(),
+    };
+    examine_refs(facts, liveness, &mut out);
+    out.out
+}
+
+fn examine_refs(facts: &Facts<'_>, liveness: &Liveness, out: &mut Examination<'_>) {
+    let snapshot = facts.snapshot;
+    forget_what_moved(facts, out);
     if let Some(gap) = &snapshot.refs.gap {
-        decider.refs.notes.push(format!(
+        out.out.report.notes.push(format!(
             "branches and lock refs not examined: the listing is incomplete ({gap})"
         ));
         return;
     }
     if let Some(gap) = &snapshot.active_runs.gap {
-        decider.refs.notes.push(format!(
+        out.out.report.notes.push(format!(
             "branches and lock refs not examined: the active runs could not all be listed ({gap})"
         ));
         return;
@@ -86,21 +126,21 @@ pub(super) fn decide_refs(decider: &mut Decider<'_>, liveness: &Liveness) {
     let mut refs: Vec<&RefFact> = snapshot.refs.items.iter().collect();
     refs.sort_by(|a, b| a.name.cmp(&b.name));
     for reference in refs {
-        if reference.name == decider.policy.state_branch {
+        if reference.name == facts.policy.state_branch {
             continue;
         }
-        if let Some(id) = decider.candidate_of_branch(&reference.name) {
+        if let Some(id) = facts.candidate_of_branch(&reference.name) {
             let id = id.to_string();
-            leftover_branch(decider, &id, reference, liveness);
-        } else if decider.policy.is_legacy_lock(&reference.name)
-            && let Some(action) = lock_ref(decider, reference)
+            leftover_branch(facts, out, &id, reference, liveness);
+        } else if facts.policy.is_legacy_lock(&reference.name)
+            && let Some(action) = lock_ref(facts, out, reference)
         {
             lock_deletions.push(action);
         }
     }
-    decider.refs.lock_refs_to_delete = lock_deletions.len();
+    out.out.report.lock_refs_to_delete = lock_deletions.len();
     if !lock_deletions.is_empty() {
-        decider.groups.push(ActionGroup {
+        out.out.lock_refs = Some(ActionGroup {
             subject: "legacy lock refs".into(),
             candidate: None,
             pull_request_check: None,
@@ -113,68 +153,78 @@ pub(super) fn decide_refs(decider: &mut Decider<'_>, liveness: &Liveness) {
 }
 
 /// Remembered objects that moved or disappeared are examined again.
-fn forget_what_moved(decider: &mut Decider<'_>) {
-    let snapshot = decider.snapshot;
+fn forget_what_moved(facts: &Facts<'_>, out: &mut Examination<'_>) {
+    let snapshot = facts.snapshot;
     if !snapshot.refs.is_complete() || !snapshot.open_pull_requests.is_complete() {
         return;
     }
     for kept in &snapshot.ledger.kept {
-        let still_there = if let Some(branch) = kept.object.strip_prefix("branch:") {
-            snapshot
+        let still_there = match &kept.object {
+            KeptObject::Branch(branch) => snapshot
                 .refs
                 .items
                 .iter()
-                .any(|reference| reference.name == branch && reference.sha == kept.sha)
-        } else if let Some(number) = kept.object.strip_prefix("pull-request:") {
-            snapshot
+                .any(|reference| reference.name == *branch && reference.sha == kept.sha),
+            KeptObject::PullRequest(number) => snapshot
                 .open_pull_requests
                 .items
                 .iter()
-                .any(|pull| pull.number.to_string() == number && pull.head_sha == kept.sha)
-        } else {
-            false
+                .any(|pull| pull.number == *number && pull.head_sha == kept.sha),
         };
         if !still_there {
-            decider.ledger.kept_dropped.push(kept.object.clone());
+            out.out.kept_dropped.push(kept.object.clone());
         }
     }
 }
 
-fn remembered<'a>(decider: &Decider<'a>, object: &str, sha: &str) -> Option<&'a Kept> {
-    decider
+fn remembered<'a>(facts: &Facts<'a>, object: &KeptObject, sha: &str) -> Option<&'a Kept> {
+    facts
         .snapshot
         .ledger
         .kept
         .iter()
-        .find(|kept| kept.object == object && kept.sha == sha)
+        .find(|kept| kept.object == *object && kept.sha == sha)
 }
 
-fn keep(decider: &mut Decider<'_>, object: String, sha: &str, reason: String) {
-    if decider.refs.notes.len() < 8 {
-        decider.refs.notes.push(format!("{object}: {reason}"));
+fn keep(
+    facts: &Facts<'_>,
+    out: &mut Examination<'_>,
+    object: KeptObject,
+    sha: &str,
+    reason: String,
+) {
+    if out.out.report.notes.len() < 8 {
+        out.out.report.notes.push(format!("{object}: {reason}"));
     }
-    decider.ledger.kept_added.push(Kept {
+    out.out.kept_added.push(Kept {
         object,
         sha: sha.to_string(),
+        verdict: KeptVerdict::LeftAlone,
         reason,
-        since: decider.context.now,
+        since: facts.context.now,
     });
 }
 
-fn defer(decider: &mut Decider<'_>, why: String) {
-    if decider.refs.deferred == 0 || decider.refs.notes.len() < 8 {
-        decider.refs.notes.push(why);
+fn defer(out: &mut Examination<'_>, why: String) {
+    if out.out.report.deferred == 0 || out.out.report.notes.len() < 8 {
+        out.out.report.notes.push(why);
     }
-    decider.refs.deferred += 1;
+    out.out.report.deferred += 1;
 }
 
 /// A candidate branch without an open pull request or open session.
-fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liveness: &Liveness) {
-    let snapshot = decider.snapshot;
+fn leftover_branch(
+    facts: &Facts<'_>,
+    out: &mut Examination<'_>,
+    id: &str,
+    reference: &RefFact,
+    liveness: &Liveness,
+) {
+    let snapshot = facts.snapshot;
     if let Some(gap) = &snapshot.open_pull_requests.gap {
         // Its pull request may be open and simply not listed.
         return defer(
-            decider,
+            out,
             format!(
                 "{}: the open pull requests could not all be listed ({gap})",
                 reference.name
@@ -186,28 +236,29 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
         .items
         .iter()
         .any(|pull| pull.head_branch == reference.name && pull.from_this_repository);
-    if has_open_pull || decider.reports.contains_key(id) || decider.untouchable.contains(id) {
+    if has_open_pull || out.decided.contains_key(id) || out.untouchable.contains(id) {
         return;
     }
-    let object = format!("branch:{}", reference.name);
-    if remembered(decider, &object, &reference.sha).is_some() {
-        decider.refs.branches_kept += 1;
+    let object = KeptObject::Branch(reference.name.clone());
+    if remembered(facts, &object, &reference.sha).is_some() {
+        out.out.report.branches_kept += 1;
         return;
     }
-    let session = decider.session_of(id);
-    match liveness.of(decider, id, session) {
+    let session = facts.session_of(id);
+    match liveness.of(facts, id, session) {
         Alive::No => {}
         Alive::Yes(_) => return,
         Alive::Unknown(why) | Alive::Unreadable(why) => {
-            return defer(decider, format!("{}: {why}", reference.name));
+            return defer(out, format!("{}: {why}", reference.name));
         }
     }
     if let Some(outcome) = session.and_then(|session| session.outcome)
         && outcome.branch_on_cleanup() != BranchOnCleanup::Deleted
     {
-        decider.refs.branches_kept += 1;
+        out.out.report.branches_kept += 1;
         return keep(
-            decider,
+            facts,
+            out,
             object,
             &reference.sha,
             format!("its session ended {outcome}: the branch stays"),
@@ -215,23 +266,23 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
     }
     let known_number = session.and_then(|session| session.pull_request);
     let cost = 2 + usize::from(known_number.is_none());
-    if decider.inspections_left < cost {
+    if out.inspections_left < cost {
         return defer(
-            decider,
+            out,
             format!(
                 "{}: left for a later pass (inspection budget)",
                 reference.name
             ),
         );
     }
-    decider.inspections_left -= cost;
+    out.inspections_left -= cost;
     let number = match known_number {
         Some(number) => number,
-        None => match decider.branch_pull_requests(&reference.name) {
+        None => match facts.branch_pull_requests(&reference.name) {
             Seen::Unread => return,
             Seen::Failed(error) => {
                 return defer(
-                    decider,
+                    out,
                     format!(
                         "{}: its pull requests could not be read ({error})",
                         reference.name
@@ -246,9 +297,10 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
                 match chosen {
                     Some(pull) => pull.number,
                     None => {
-                        decider.refs.branches_kept += 1;
+                        out.out.report.branches_kept += 1;
                         return keep(
-                            decider,
+                            facts,
+                            out,
                             object,
                             &reference.sha,
                             "no pull request was opened from it".into(),
@@ -258,11 +310,11 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
             }
         },
     };
-    let issue = match decider.issue(number) {
+    let issue = match facts.issue(number) {
         Seen::Unread => return,
         Seen::Failed(error) => {
             return defer(
-                decider,
+                out,
                 format!("{}: #{number} could not be read ({error})", reference.name),
             );
         }
@@ -270,11 +322,11 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
     };
     if issue.open {
         return defer(
-            decider,
+            out,
             format!("{}: #{number} is open but was not listed", reference.name),
         );
     }
-    let bot = decider.policy.bot.clone();
+    let bot = facts.policy.bot.clone();
     if issue.merged || issue.closed_by.as_deref() != Some(bot.as_str()) {
         let why = if issue.merged {
             format!("#{number} was merged")
@@ -284,14 +336,14 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
                 issue.closed_by.as_deref().unwrap_or("someone")
             )
         };
-        decider.refs.branches_kept += 1;
-        return keep(decider, object, &reference.sha, why);
+        out.out.report.branches_kept += 1;
+        return keep(facts, out, object, &reference.sha, why);
     }
-    match deletable_branch(decider, &reference.name, number) {
+    match deletable_branch(facts, &reference.name, number) {
         Ok(Some(delete)) => {
-            let mut actions = cancel_bot_smokes(decider, id, liveness);
+            let mut actions = cancel_bot_smokes(facts, id, liveness);
             actions.push(delete);
-            decider.refs.branches_to_delete += 1;
+            out.out.report.branches_to_delete += 1;
             let group = ActionGroup {
                 subject: id.to_string(),
                 candidate: Some(id.to_string()),
@@ -303,37 +355,33 @@ fn leftover_branch(decider: &mut Decider<'_>, id: &str, reference: &RefFact, liv
             };
             let reason = format!("leftover branch of #{number}, which the bot closed");
             let outcome = session.and_then(|session| session.outcome);
-            decider.report(
-                id,
-                Some(number),
-                Verdict::Swept,
-                outcome,
-                reason,
-                Some(group),
-            );
+            out.out.candidates.push((
+                id.to_string(),
+                decision(Some(number), Verdict::Swept, outcome, reason, Some(group)),
+            ));
         }
         Ok(None) => {}
         Err(BranchFinding::Waiting(_)) => {}
         Err(BranchFinding::Kept(why)) => {
-            decider.refs.branches_kept += 1;
-            keep(decider, object, &reference.sha, why);
+            out.out.report.branches_kept += 1;
+            keep(facts, out, object, &reference.sha, why);
         }
     }
 }
 
 /// A legacy lock ref: its deletion when its parent run finished.
-fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
-    let object = format!("branch:{}", reference.name);
-    if remembered(decider, &object, &reference.sha).is_some() {
-        decider.refs.lock_refs_kept += 1;
+fn lock_ref(facts: &Facts<'_>, out: &mut Examination<'_>, reference: &RefFact) -> Option<Action> {
+    let object = KeptObject::Branch(reference.name.clone());
+    if remembered(facts, &object, &reference.sha).is_some() {
+        out.out.report.lock_refs_kept += 1;
         return None;
     }
-    let parent = match parent_in_name(decider.policy, &reference.name) {
+    let parent = match parent_in_name(facts.policy, &reference.name) {
         Some(parent) => parent,
         None => {
-            if decider.inspections_left == 0 {
+            if out.inspections_left == 0 {
                 defer(
-                    decider,
+                    out,
                     format!(
                         "{}: left for a later pass (inspection budget)",
                         reference.name
@@ -341,12 +389,12 @@ fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
                 );
                 return None;
             }
-            decider.inspections_left -= 1;
-            match decider.commit_message(&reference.sha) {
+            out.inspections_left -= 1;
+            match facts.commit_message(&reference.sha) {
                 Seen::Unread => return None,
                 Seen::Failed(error) => {
                     defer(
-                        decider,
+                        out,
                         format!("{}: its commit could not be read ({error})", reference.name),
                     );
                     return None;
@@ -354,9 +402,10 @@ fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
                 Seen::Known(message) => match run_in_message(message) {
                     Some(parent) => parent,
                     None => {
-                        decider.refs.lock_refs_kept += 1;
+                        out.out.report.lock_refs_kept += 1;
                         keep(
-                            decider,
+                            facts,
+                            out,
                             object,
                             &reference.sha,
                             "names no run, neither in its name nor in its commit message".into(),
@@ -367,14 +416,14 @@ fn lock_ref(decider: &mut Decider<'_>, reference: &RefFact) -> Option<Action> {
             }
         }
     };
-    if decider
+    if facts
         .snapshot
         .active_runs
         .items
         .iter()
         .any(|run| run.id == parent)
     {
-        decider.refs.lock_refs_of_running_runs += 1;
+        out.out.report.lock_refs_of_running_runs += 1;
         return None;
     }
     Some(Action::DeleteLockRef {

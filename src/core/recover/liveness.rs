@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Decider, RunSeen, Seen, title_names};
+use super::{Facts, RunSeen, Seen, candidate_ids, title_names};
 use crate::core::ledger::{Session, SessionState};
 use crate::core::snapshot::RunFact;
 
@@ -33,9 +33,9 @@ pub(crate) struct Liveness {
 }
 
 impl Liveness {
-    pub fn assess(decider: &mut Decider<'_>) -> Liveness {
-        let snapshot = decider.snapshot;
-        let policy = decider.policy;
+    pub fn assess(facts: &Facts<'_>) -> Liveness {
+        let snapshot = facts.snapshot;
+        let policy = facts.policy;
         let mut unknown = snapshot
             .active_runs
             .gap
@@ -48,7 +48,7 @@ impl Liveness {
             .iter()
             .filter(|run| run.workflow == policy.planner_workflow)
         {
-            match lookup_jobs(decider, run.id) {
+            match facts.planner_jobs(run.id) {
                 Seen::Known(jobs) => {
                     for job in jobs.iter().filter(|job| job.active) {
                         if let Some(candidate) = candidate_of_job(&policy.planner_job, &job.name) {
@@ -74,7 +74,7 @@ impl Liveness {
                 }
             }
         }
-        let known = decider.candidate_ids();
+        let known = candidate_ids(facts);
         let unattributed_candidate_runs = snapshot
             .active_runs
             .items
@@ -84,7 +84,7 @@ impl Liveness {
                 let on_candidate_branch = run
                     .head_branch
                     .as_deref()
-                    .is_some_and(|branch| decider.candidate_of_branch(branch).is_some());
+                    .is_some_and(|branch| facts.candidate_of_branch(branch).is_some());
                 let names_one = run.title.as_deref().is_some_and(|title| {
                     known
                         .iter()
@@ -103,19 +103,14 @@ impl Liveness {
     }
 
     /// Whether `candidate` (with its open or latest session) is alive.
-    pub fn of(
-        &self,
-        decider: &mut Decider<'_>,
-        candidate: &str,
-        session: Option<&Session>,
-    ) -> Alive {
+    pub fn of(&self, facts: &Facts<'_>, candidate: &str, session: Option<&Session>) -> Alive {
         if let Some(reason) = &self.unknown {
             return Alive::Unknown(reason.clone());
         }
         if let Some(job) = self.planner_jobs.get(candidate) {
             return Alive::Yes(job.clone());
         }
-        let policy = decider.policy;
+        let policy = facts.policy;
         let branch = policy.candidate_branch(candidate);
         for (workflow, what) in [
             (&policy.sweep_workflow, "sweep"),
@@ -132,7 +127,7 @@ impl Liveness {
         let Some(session) = session.filter(|session| session.state == SessionState::Live) else {
             return Alive::No;
         };
-        match decider.run_state(session.parent_run) {
+        match facts.run_state(session.parent_run) {
             RunSeen::Active => Alive::Yes(format!(
                 "its parent run {} is still running",
                 session.parent_run
@@ -167,20 +162,6 @@ impl Liveness {
                         .is_some_and(|title| title_names(title, candidate, branch))
             })
             .collect()
-    }
-}
-
-fn lookup_jobs<'a>(
-    decider: &mut Decider<'a>,
-    run_id: u64,
-) -> Seen<'a, Vec<crate::core::snapshot::JobFact>> {
-    match decider.snapshot.planner_jobs.get(&run_id) {
-        Some(Ok(jobs)) => Seen::Known(jobs),
-        Some(Err(error)) => Seen::Failed(error),
-        None => {
-            decider.needs.planner_jobs.insert(run_id);
-            Seen::Unread
-        }
     }
 }
 

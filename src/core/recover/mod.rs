@@ -30,12 +30,13 @@ mod resume;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::ledger::{Session, SessionState};
+use super::ledger::{Kept, Session, SessionState};
 use super::outcome::Outcome;
 use super::plan::ActionGroup;
 use super::policy::Policy;
@@ -161,16 +162,162 @@ pub fn details_needed(
     policy: &Policy,
     context: &RecoveryContext,
 ) -> DetailRequests {
-    let mut decider = Decider::new(snapshot, policy, context);
-    decider.decide();
-    snapshot.unanswered(decider.needs)
+    let facts = Facts::new(snapshot, policy, context);
+    decide(&facts);
+    snapshot.unanswered(facts.needs.into_inner())
 }
 
 /// The plan of a pass. Details that were never read make the affected candidates `skipped`.
 pub fn recover(snapshot: &Snapshot, policy: &Policy, context: &RecoveryContext) -> RecoveryPlan {
-    let mut decider = Decider::new(snapshot, policy, context);
-    decider.decide();
-    decider.into_plan()
+    decide(&Facts::new(snapshot, policy, context))
+}
+
+/// The whole decision, folded once from its steps. Each step is a function of the facts and of
+/// what the steps before it decided, passed explicitly: candidates are decided one by one
+/// (`candidates::decide`), parked ones resumed with the room their reconciled neighbours leave
+/// (`resume::resume_parked`), claims released after their candidates (`release_claims`), and
+/// the refs no open pull request explains examined last (`legacy::decide_refs`).
+fn decide(facts: &Facts<'_>) -> RecoveryPlan {
+    let mut plan = PlanBuilder {
+        skipped: listing_gaps(facts.snapshot),
+        ..PlanBuilder::default()
+    };
+    plan.ledger.lease = lease_standing(facts);
+    let liveness = liveness::Liveness::assess(facts);
+    for id in candidate_ids(facts) {
+        let decision = candidates::decide(facts, &id, &liveness);
+        plan.add(id, decision);
+    }
+    let ending = plan.ledger.outcomes.len();
+    for (id, decision) in resume::resume_parked(facts, &plan.reports, ending) {
+        plan.add(id, decision);
+    }
+    plan.ledger.claim_releases = release_claims(facts, &plan.reports, &plan.untouchable);
+    let refs = legacy::decide_refs(facts, &liveness, &plan.reports, &plan.untouchable);
+    for (id, decision) in refs.candidates {
+        plan.add(id, decision);
+    }
+    plan.ledger.kept_added.extend(refs.kept_added);
+    plan.ledger.kept_dropped = refs.kept_dropped;
+    if let Some(group) = refs.lock_refs {
+        plan.groups.push(group);
+    }
+    plan.refs = refs.report;
+    plan.build()
+}
+
+/// The plan as its steps add to it.
+#[derive(Default)]
+struct PlanBuilder {
+    reports: BTreeMap<String, CandidateReport>,
+    groups: Vec<ActionGroup>,
+    ledger: LedgerPlan,
+    refs: RefsReport,
+    skipped: Vec<String>,
+    /// Candidates that must not be touched (needs inspection, skipped, live).
+    untouchable: BTreeSet<String>,
+}
+
+impl PlanBuilder {
+    /// One candidate's decision: its report (a later decision replaces an earlier one, as a
+    /// resume replaces "parked"), its group, and what the ledger records of it.
+    fn add(&mut self, candidate: String, decision: CandidateDecision) {
+        if matches!(
+            decision.verdict,
+            Verdict::Live | Verdict::NeedsInspection | Verdict::Skipped
+        ) {
+            self.untouchable.insert(candidate.clone());
+        }
+        let group = decision
+            .group
+            .filter(|group| !group.actions.is_empty())
+            .map(|group| {
+                self.groups.push(group);
+                self.groups.len() - 1
+            });
+        self.ledger.outcomes.extend(decision.recorded);
+        self.ledger.resumes.extend(decision.resume);
+        self.ledger.kept_added.extend(decision.kept);
+        self.reports.insert(
+            candidate.clone(),
+            CandidateReport {
+                candidate,
+                pull_request: decision.pull_request,
+                verdict: decision.verdict,
+                outcome: decision.outcome,
+                reason: decision.reason,
+                group,
+            },
+        );
+    }
+
+    fn build(mut self) -> RecoveryPlan {
+        for release in &mut self.ledger.claim_releases {
+            release.after_group = self
+                .reports
+                .get(&release.candidate)
+                .and_then(|report| report.group);
+        }
+        RecoveryPlan {
+            candidates: self.reports.into_values().collect(),
+            groups: self.groups,
+            ledger: self.ledger,
+            refs: self.refs,
+            skipped: self.skipped,
+        }
+    }
+}
+
+/// What one step decided about one candidate: its verdict and why, the actions for it, and
+/// what the ledger records of it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CandidateDecision {
+    pub pull_request: Option<u64>,
+    pub verdict: Verdict,
+    /// The outcome recorded (reconciled) or already on record.
+    pub outcome: Option<Outcome>,
+    pub reason: String,
+    pub group: Option<ActionGroup>,
+    /// The outcome the ledger records for its session.
+    pub recorded: Option<OutcomeRecord>,
+    /// Its parked session started again.
+    pub resume: Option<ResumeRecord>,
+    /// What recovery remembers of it while it stays where it is.
+    pub kept: Vec<Kept>,
+}
+
+/// A decision with nothing for the ledger.
+pub(crate) fn decision(
+    pull_request: Option<u64>,
+    verdict: Verdict,
+    outcome: Option<Outcome>,
+    reason: impl Into<String>,
+    group: Option<ActionGroup>,
+) -> CandidateDecision {
+    CandidateDecision {
+        pull_request,
+        verdict,
+        outcome,
+        reason: reason.into(),
+        group,
+        recorded: None,
+        resume: None,
+        kept: Vec::new(),
+    }
+}
+
+impl CandidateDecision {
+    /// The same decision, recording `record` in the ledger.
+    pub(crate) fn recording(mut self, record: OutcomeRecord) -> Self {
+        self.recorded = Some(record);
+        self
+    }
+
+    /// The same decision, remembering `kept` in the ledger.
+    pub(crate) fn remembering(mut self, kept: Kept) -> Self {
+        self.kept.push(kept);
+        self
+    }
 }
 
 /// A fact that may not have been read yet.
@@ -197,78 +344,31 @@ fn lookup<'a, K: Ord, T>(map: &'a BTreeMap<K, Read<T>>, key: &K) -> Seen<'a, T> 
     }
 }
 
-/// One run of the decision over a snapshot, collecting what it had to read.
-pub(crate) struct Decider<'a> {
+/// What the decision reads: the snapshot, the policy and the pass's context. Every lookup of a
+/// detail the snapshot lacks records it in `needs`, so the shell can read it and decide again;
+/// nothing else is written while deciding.
+pub(crate) struct Facts<'a> {
     pub snapshot: &'a Snapshot,
     pub policy: &'a Policy,
     pub context: &'a RecoveryContext,
-    pub needs: DetailRequests,
-    pub inspections_left: usize,
-    pub reports: BTreeMap<String, CandidateReport>,
-    pub groups: Vec<ActionGroup>,
-    pub ledger: LedgerPlan,
-    pub refs: RefsReport,
-    pub skipped: Vec<String>,
-    /// Candidates that must not be touched (needs inspection, skipped, live).
-    pub untouchable: BTreeSet<String>,
+    needs: RefCell<DetailRequests>,
 }
 
-impl<'a> Decider<'a> {
+impl<'a> Facts<'a> {
     fn new(snapshot: &'a Snapshot, policy: &'a Policy, context: &'a RecoveryContext) -> Self {
-        Decider {
+        Facts {
             snapshot,
             policy,
             context,
-            needs: DetailRequests::default(),
-            inspections_left: context.inspections,
-            reports: BTreeMap::new(),
-            groups: Vec::new(),
-            ledger: LedgerPlan::default(),
-            refs: RefsReport::default(),
-            skipped: Vec::new(),
-            untouchable: BTreeSet::new(),
+            needs: RefCell::new(DetailRequests::default()),
         }
     }
 
-    fn decide(&mut self) {
-        self.note_listing_gaps();
-        self.ledger.lease = self.lease_standing();
-        let liveness = liveness::Liveness::assess(self);
-        self.decide_candidates(&liveness);
-        self.resume_parked();
-        self.release_claims();
-        legacy::decide_refs(self, &liveness);
+    fn need(&self, record: impl FnOnce(&mut DetailRequests)) {
+        record(&mut self.needs.borrow_mut());
     }
 
-    fn into_plan(self) -> RecoveryPlan {
-        RecoveryPlan {
-            candidates: self.reports.into_values().collect(),
-            groups: self.groups,
-            ledger: self.ledger,
-            refs: self.refs,
-            skipped: self.skipped,
-        }
-    }
-
-    fn note_listing_gaps(&mut self) {
-        let snapshot = self.snapshot;
-        let gaps = [
-            ("open pull requests", &snapshot.open_pull_requests.gap),
-            ("candidate branches and lock refs", &snapshot.refs.gap),
-            ("active workflow runs", &snapshot.active_runs.gap),
-        ];
-        for (what, gap) in gaps {
-            if let Some(reason) = gap {
-                self.skipped.push(format!(
-                    "the listing of {what} is incomplete ({reason}): the sweep and every destructive step that depends on it are skipped this pass"
-                ));
-            }
-        }
-    }
-
-    // --- lookups that record what is missing -------------------------------------------------
-
-    pub(crate) fn run_state(&mut self, run_id: u64) -> RunSeen {
+    pub(crate) fn run_state(&self, run_id: u64) -> RunSeen {
         if self
             .snapshot
             .active_runs
@@ -284,121 +384,85 @@ impl<'a> Decider<'a> {
             Seen::Known(RunState::Missing) => RunSeen::Ended(None),
             Seen::Failed(error) => RunSeen::Failed(error.to_string()),
             Seen::Unread => {
-                self.needs.runs.insert(run_id);
+                self.need(|needs| {
+                    needs.runs.insert(run_id);
+                });
                 RunSeen::Unread
             }
         }
     }
 
-    pub(crate) fn commits(&mut self, number: u64) -> Seen<'a, super::snapshot::CommitsFact> {
+    pub(crate) fn planner_jobs(&self, run_id: u64) -> Seen<'a, Vec<super::snapshot::JobFact>> {
+        let seen = lookup(&self.snapshot.planner_jobs, &run_id);
+        if matches!(seen, Seen::Unread) {
+            self.need(|needs| {
+                needs.planner_jobs.insert(run_id);
+            });
+        }
+        seen
+    }
+
+    pub(crate) fn commits(&self, number: u64) -> Seen<'a, super::snapshot::CommitsFact> {
         let seen = lookup(&self.snapshot.commits, &number);
         if matches!(seen, Seen::Unread) {
-            self.needs.commits.insert(number);
+            self.need(|needs| {
+                needs.commits.insert(number);
+            });
         }
         seen
     }
 
-    pub(crate) fn sweeps(&mut self, branch: &str) -> Seen<'a, Listed<super::snapshot::RunFact>> {
+    pub(crate) fn sweeps(&self, branch: &str) -> Seen<'a, Listed<super::snapshot::RunFact>> {
         let seen = lookup(&self.snapshot.sweeps, &branch.to_string());
         if matches!(seen, Seen::Unread) {
-            self.needs.sweeps.insert(branch.to_string());
+            self.need(|needs| {
+                needs.sweeps.insert(branch.to_string());
+            });
         }
         seen
     }
 
-    pub(crate) fn issue(&mut self, number: u64) -> Seen<'a, super::snapshot::IssueFact> {
+    pub(crate) fn issue(&self, number: u64) -> Seen<'a, super::snapshot::IssueFact> {
         let seen = lookup(&self.snapshot.issues, &number);
         if matches!(seen, Seen::Unread) {
-            self.needs.issues.insert(number);
+            self.need(|needs| {
+                needs.issues.insert(number);
+            });
         }
         seen
     }
 
     pub(crate) fn branch_pull_requests(
-        &mut self,
+        &self,
         branch: &str,
     ) -> Seen<'a, Vec<super::snapshot::PullRequestFact>> {
         let seen = lookup(&self.snapshot.branch_pull_requests, &branch.to_string());
         if matches!(seen, Seen::Unread) {
-            self.needs.branch_pull_requests.insert(branch.to_string());
+            self.need(|needs| {
+                needs.branch_pull_requests.insert(branch.to_string());
+            });
         }
         seen
     }
 
-    pub(crate) fn commit_message(&mut self, sha: &str) -> Seen<'a, String> {
+    pub(crate) fn commit_message(&self, sha: &str) -> Seen<'a, String> {
         let seen = lookup(&self.snapshot.commit_messages, &sha.to_string());
         if matches!(seen, Seen::Unread) {
-            self.needs.commit_messages.insert(sha.to_string());
+            self.need(|needs| {
+                needs.commit_messages.insert(sha.to_string());
+            });
         }
         seen
     }
 
-    pub(crate) fn default_branch(&mut self) -> Seen<'a, String> {
+    pub(crate) fn default_branch(&self) -> Seen<'a, String> {
         match &self.snapshot.default_branch {
             Some(Ok(branch)) => Seen::Known(branch),
             Some(Err(error)) => Seen::Failed(error),
             None => {
-                self.needs.default_branch = true;
+                self.need(|needs| needs.default_branch = true);
                 Seen::Unread
             }
-        }
-    }
-
-    // --- the lease -----------------------------------------------------------------------------
-
-    fn lease_standing(&mut self) -> LeaseStanding {
-        let Some(lease) = self.snapshot.ledger.recovery_lease.clone() else {
-            return LeaseStanding::Free;
-        };
-        if lease.owner_run == self.context.own_run {
-            return LeaseStanding::Ours;
-        }
-        match self.run_state(lease.owner_run) {
-            RunSeen::Ended(_) => LeaseStanding::OwnerFinished {
-                owner_run: lease.owner_run,
-            },
-            RunSeen::Active => LeaseStanding::HeldBy {
-                owner_run: lease.owner_run,
-                since: lease.taken_at,
-            },
-            RunSeen::Failed(error) => LeaseStanding::OwnerUnknown {
-                owner_run: lease.owner_run,
-                reason: error,
-            },
-            RunSeen::Unread => LeaseStanding::OwnerUnknown {
-                owner_run: lease.owner_run,
-                reason: "its run has not been read yet".into(),
-            },
-        }
-    }
-
-    // --- candidates ------------------------------------------------------------------------------
-
-    /// Every candidate the pass has something to say about: open klaud pull requests, open
-    /// sessions and claims.
-    fn candidate_ids(&self) -> BTreeSet<String> {
-        let mut ids = BTreeSet::new();
-        for pull in &self.snapshot.open_pull_requests.items {
-            if let Some(id) = self.candidate_of_branch(&pull.head_branch)
-                && pull.from_this_repository
-            {
-                ids.insert(id.to_string());
-            }
-        }
-        for session in &self.snapshot.ledger.sessions {
-            if session.state != SessionState::Finished {
-                ids.insert(session.candidate.clone());
-            }
-        }
-        for claim in &self.snapshot.ledger.claims {
-            ids.insert(claim.candidate.clone());
-        }
-        ids
-    }
-
-    fn decide_candidates(&mut self, liveness: &liveness::Liveness) {
-        for id in self.candidate_ids() {
-            candidates::decide(self, &id, liveness);
         }
     }
 
@@ -418,71 +482,105 @@ impl<'a> Decider<'a> {
             .find(|s| s.candidate == candidate && s.state != SessionState::Finished)
             .or_else(|| sessions.iter().rev().find(|s| s.candidate == candidate))
     }
+}
 
-    pub(crate) fn report(
-        &mut self,
-        candidate: &str,
-        pull_request: Option<u64>,
-        verdict: Verdict,
-        outcome: Option<Outcome>,
-        reason: impl Into<String>,
-        group: Option<ActionGroup>,
-    ) {
-        if matches!(
-            verdict,
-            Verdict::Live | Verdict::NeedsInspection | Verdict::Skipped
-        ) {
-            self.untouchable.insert(candidate.to_string());
-        }
-        let group = group
-            .filter(|group| !group.actions.is_empty())
-            .map(|group| {
-                self.groups.push(group);
-                self.groups.len() - 1
-            });
-        self.reports.insert(
-            candidate.to_string(),
-            CandidateReport {
-                candidate: candidate.to_string(),
-                pull_request,
-                verdict,
-                outcome,
-                reason: reason.into(),
-                group,
-            },
-        );
+/// The listings that are incomplete, said once each.
+fn listing_gaps(snapshot: &Snapshot) -> Vec<String> {
+    let gaps = [
+        ("open pull requests", &snapshot.open_pull_requests.gap),
+        ("candidate branches and lock refs", &snapshot.refs.gap),
+        ("active workflow runs", &snapshot.active_runs.gap),
+    ];
+    gaps.into_iter()
+        .filter_map(|(what, gap)| {
+            gap.as_ref().map(|reason| format!(
+                "the listing of {what} is incomplete ({reason}): the sweep and every destructive step that depends on it are skipped this pass"
+            ))
+        })
+        .collect()
+}
+
+/// Where the recovery lease stands for this pass.
+fn lease_standing(facts: &Facts<'_>) -> LeaseStanding {
+    let Some(lease) = facts.snapshot.ledger.recovery_lease.clone() else {
+        return LeaseStanding::Free;
+    };
+    if lease.owner_run == facts.context.own_run {
+        return LeaseStanding::Ours;
     }
-
-    fn resume_parked(&mut self) {
-        resume::resume_parked(self);
+    match facts.run_state(lease.owner_run) {
+        RunSeen::Ended(_) => LeaseStanding::OwnerFinished {
+            owner_run: lease.owner_run,
+        },
+        RunSeen::Active => LeaseStanding::HeldBy {
+            owner_run: lease.owner_run,
+            since: lease.taken_at,
+        },
+        RunSeen::Failed(error) => LeaseStanding::OwnerUnknown {
+            owner_run: lease.owner_run,
+            reason: error,
+        },
+        RunSeen::Unread => LeaseStanding::OwnerUnknown {
+            owner_run: lease.owner_run,
+            reason: "its run has not been read yet".into(),
+        },
     }
+}
 
-    /// Claims whose parent run finished are released after their candidate's cleanup, unless
-    /// the candidate is live, needs inspection or was skipped.
-    fn release_claims(&mut self) {
-        let destructive_ok = self.snapshot.active_runs.is_complete()
-            && self.snapshot.open_pull_requests.is_complete();
-        for claim in self.snapshot.ledger.claims.clone() {
-            if self.untouchable.contains(&claim.candidate) || !destructive_ok {
-                continue;
-            }
-            let report = self.reports.get(&claim.candidate);
-            if report.is_some_and(|report| report.verdict == Verdict::Resumed) {
-                continue;
-            }
-            let after_group = report.and_then(|report| report.group);
-            match self.run_state(claim.parent_run) {
-                RunSeen::Ended(_) => {}
-                RunSeen::Active | RunSeen::Failed(_) | RunSeen::Unread => continue,
-            }
-            self.ledger.claim_releases.push(ClaimRelease {
-                family: claim.family.clone(),
-                candidate: claim.candidate.clone(),
-                parent_run: claim.parent_run,
-                after_group,
-            });
+/// Every candidate the pass has something to say about: open klaud pull requests, open
+/// sessions and claims.
+pub(crate) fn candidate_ids(facts: &Facts<'_>) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for pull in &facts.snapshot.open_pull_requests.items {
+        if let Some(id) = facts.candidate_of_branch(&pull.head_branch)
+            && pull.from_this_repository
+        {
+            ids.insert(id.to_string());
         }
     }
+    for session in &facts.snapshot.ledger.sessions {
+        if session.state != SessionState::Finished {
+            ids.insert(session.candidate.clone());
+        }
+    }
+    for claim in &facts.snapshot.ledger.claims {
+        ids.insert(claim.candidate.clone());
+    }
+    ids
+}
+
+/// Claims whose parent run finished are released after their candidate's cleanup, unless the
+/// candidate is live, needs inspection, was skipped or was resumed (`after_group` is set when
+/// the plan is built).
+fn release_claims(
+    facts: &Facts<'_>,
+    reports: &BTreeMap<String, CandidateReport>,
+    untouchable: &BTreeSet<String>,
+) -> Vec<ClaimRelease> {
+    let destructive_ok =
+        facts.snapshot.active_runs.is_complete() && facts.snapshot.open_pull_requests.is_complete();
+    if !destructive_ok {
+        return Vec::new();
+    }
+    facts
+        .snapshot
+        .ledger
+        .claims
+        .iter()
+        .filter(|claim| !untouchable.contains(&claim.candidate))
+        .filter(|claim| {
+            reports
+                .get(&claim.candidate)
+                .is_none_or(|report| report.verdict != Verdict::Resumed)
+        })
+        .filter(|claim| matches!(facts.run_state(claim.parent_run), RunSeen::Ended(_)))
+        .map(|claim| ClaimRelease {
+            family: claim.family.clone(),
+            candidate: claim.candidate.clone(),
+            parent_run: claim.parent_run,
+            after_group: None,
+        })
+        .collect()
 }
 
 /// `[A-Za-z0-9._-]{1,80}` (contract §1).

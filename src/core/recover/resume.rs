@@ -4,7 +4,9 @@
 //! passes running at once never exceed it. Parked sessions that stay parked keep their label.
 
 use super::labels::status_label_sync;
-use super::{Decider, Seen, Verdict};
+use std::collections::BTreeMap;
+
+use super::{CandidateDecision, CandidateReport, Facts, Seen, Verdict, decision};
 use crate::core::ledger::{Session, SessionState};
 use crate::core::outcome::StatusLabel;
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
@@ -12,24 +14,31 @@ use crate::core::recover::ledger_plan::ResumeRecord;
 
 /// Parked sessions, oldest first, start again while live sessions stay under the cap; the
 /// others keep their parked status label.
-pub(super) fn resume_parked(decider: &mut Decider<'_>) {
-    let snapshot = decider.snapshot;
-    let policy = decider.policy;
+///
+/// `decided` holds the candidates' verdicts (only those decided `parked` are considered) and
+/// `ending` the live sessions this pass reconciles, whose room under the cap the resumes may
+/// take. Returns a decision for every parked candidate: resumed, or parked with its label.
+pub(super) fn resume_parked(
+    facts: &Facts<'_>,
+    decided: &BTreeMap<String, CandidateReport>,
+    ending: usize,
+) -> Vec<(String, CandidateDecision)> {
+    let snapshot = facts.snapshot;
+    let policy = facts.policy;
+    let mut decisions = Vec::new();
     let mut parked: Vec<&Session> = snapshot
         .ledger
         .sessions
         .iter()
         .filter(|session| session.state == SessionState::Parked)
         .filter(|session| {
-            decider
-                .reports
+            decided
                 .get(&session.candidate)
                 .is_some_and(|report| report.verdict == Verdict::Parked)
         })
         .collect();
     parked.sort_by(|a, b| (a.started_at, &a.candidate).cmp(&(b.started_at, &b.candidate)));
     let live = snapshot.ledger.live_sessions().count();
-    let ending = decider.ledger.outcomes.len();
     let mut room = (policy.max_candidates as usize).saturating_sub(live.saturating_sub(ending));
     for session in parked {
         let id = session.candidate.clone();
@@ -40,10 +49,13 @@ pub(super) fn resume_parked(decider: &mut Decider<'_>) {
             .iter()
             .find(|pull| pull.head_branch == branch && pull.from_this_repository);
         let number = pull.map(|pull| pull.number);
-        let keep_parked = |decider: &mut Decider<'_>, reason: String| {
+        let parked = |reason: String| {
             let group =
-                pull.and_then(|pull| status_label_sync(decider, &id, pull, StatusLabel::Parked));
-            decider.report(&id, number, Verdict::Parked, None, reason, group);
+                pull.and_then(|pull| status_label_sync(facts, &id, pull, StatusLabel::Parked));
+            (
+                id.clone(),
+                decision(number, Verdict::Parked, None, reason, group),
+            )
         };
         if room == 0 {
             let reason = format!(
@@ -51,20 +63,19 @@ pub(super) fn resume_parked(decider: &mut Decider<'_>) {
                 live.saturating_sub(ending),
                 policy.max_candidates
             );
-            keep_parked(decider, reason);
+            decisions.push(parked(reason));
             continue;
         }
         room -= 1;
         let Some(pull) =
             pull.filter(|pull| pull.draft && pull.author.as_deref() == Some(policy.bot.as_str()))
         else {
-            keep_parked(
-                decider,
+            decisions.push(parked(
                 "no open draft pull request by the bot to resume".into(),
-            );
+            ));
             continue;
         };
-        let commits_are_bots = match decider.commits(pull.number) {
+        let commits_are_bots = match facts.commits(pull.number) {
             Seen::Known(commits) => {
                 commits.complete
                     && commits.commits.iter().all(|commit| {
@@ -74,45 +85,41 @@ pub(super) fn resume_parked(decider: &mut Decider<'_>) {
             }
             Seen::Failed(_) => false,
             Seen::Unread => {
-                keep_parked(decider, "waiting for its commits to be read".into());
+                decisions.push(parked("waiting for its commits to be read".into()));
                 continue;
             }
         };
         if !commits_are_bots {
-            keep_parked(
-                decider,
-                format!(
-                    "#{} has commits that are not the bot's: not resumed",
-                    pull.number
-                ),
-            );
+            decisions.push(parked(format!(
+                "#{} has commits that are not the bot's: not resumed",
+                pull.number
+            )));
             continue;
         }
-        let git_ref = match decider.default_branch() {
+        let git_ref = match facts.default_branch() {
             Seen::Known(branch) => branch.clone(),
             Seen::Failed(error) => {
-                keep_parked(
-                    decider,
-                    format!("the default branch could not be read ({error})"),
-                );
+                decisions.push(parked(format!(
+                    "the default branch could not be read ({error})"
+                )));
                 continue;
             }
             Seen::Unread => {
-                keep_parked(decider, "waiting for the default branch to be read".into());
+                decisions.push(parked("waiting for the default branch to be read".into()));
                 continue;
             }
         };
-        decider.ledger.resumes.push(ResumeRecord {
+        let resume = ResumeRecord {
             candidate: id.clone(),
             parent_run: session.parent_run,
             parent_attempt: session.parent_attempt,
-        });
+        };
         let mut actions = vec![Action::DispatchCandidate {
             candidate: id.clone(),
             workflow: policy.candidate_workflow.clone(),
             git_ref,
         }];
-        if let Some(group) = status_label_sync(decider, &id, pull, StatusLabel::InProgress) {
+        if let Some(group) = status_label_sync(facts, &id, pull, StatusLabel::InProgress) {
             actions.extend(group.actions);
         }
         let group = ActionGroup {
@@ -135,6 +142,9 @@ pub(super) fn resume_parked(decider: &mut Decider<'_>) {
             "resumed oldest first under the cap of {}",
             policy.max_candidates
         );
-        decider.report(&id, number, Verdict::Resumed, None, reason, Some(group));
+        let mut resumed = decision(number, Verdict::Resumed, None, reason, Some(group));
+        resumed.resume = Some(resume);
+        decisions.push((id, resumed));
     }
+    decisions
 }

@@ -233,8 +233,9 @@ fn inspections_stop_at_their_budget_and_kept_objects_cost_nothing() {
         });
     }
     world.snapshot.ledger.kept.push(Kept {
-        object: "branch:klaud/auto-a".into(),
+        object: KeptObject::Branch("klaud/auto-a".into()),
         sha: sha("a", "head"),
+        verdict: KeptVerdict::LeftAlone,
         reason: "closed by a maintainer".into(),
         since: hours_ago(50),
     });

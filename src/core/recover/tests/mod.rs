@@ -9,7 +9,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::ledger_plan::{WriteSettings, decide_first_write, decide_second_write};
 use super::*;
-use crate::core::ledger::{Claim, Kept, Lease, Ledger, Session, SessionState};
+use crate::core::ledger::{
+    Claim, Kept, KeptObject, KeptVerdict, Lease, Ledger, Session, SessionState,
+};
 use crate::core::outcome::Outcome;
 use crate::core::plan::LedgerExpectation;
 use crate::core::policy::tests::inferencex_policy;
@@ -316,7 +318,11 @@ fn a_head_moved_to_a_maintainer_commit_needs_inspection_and_is_remembered() {
 
     assert_eq!(report(&plan, "a").verdict, Verdict::NeedsInspection);
     assert!(plan.groups.is_empty());
-    assert_eq!(plan.ledger.kept_added[0].object, "pull-request:7");
+    assert_eq!(plan.ledger.kept_added[0].object, KeptObject::PullRequest(7));
+    assert_eq!(
+        plan.ledger.kept_added[0].verdict,
+        KeptVerdict::NeedsInspection
+    );
 
     world.snapshot.ledger.kept = plan.ledger.kept_added.clone();
     world.snapshot.commits.clear();
@@ -591,5 +597,8 @@ fn a_pull_request_closed_by_the_bot_loses_its_leftover_branch() {
     let kept = world.plan();
     assert!(kept.groups.is_empty());
     assert_eq!(kept.refs.branches_kept, 1);
-    assert_eq!(kept.ledger.kept_added[0].object, "branch:klaud/auto-a");
+    assert_eq!(
+        kept.ledger.kept_added[0].object,
+        KeptObject::Branch("klaud/auto-a".into())
+    );
 }
