@@ -79,6 +79,19 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Live,
+        Verdict::Parked,
+        Verdict::Resumed,
+        Verdict::Reconciled,
+        Verdict::Swept,
+        Verdict::LeftAlone,
+        Verdict::NeedsInspection,
+        Verdict::Skipped,
+    ];
+
+    /// The verdict's one spelling, the same in logs, summaries, outputs and files (its serde
+    /// name).
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Live => "live",
@@ -86,10 +99,16 @@ impl Verdict {
             Verdict::Resumed => "resumed",
             Verdict::Reconciled => "reconciled",
             Verdict::Swept => "swept",
-            Verdict::LeftAlone => "left alone",
-            Verdict::NeedsInspection => "needs inspection",
+            Verdict::LeftAlone => "left-alone",
+            Verdict::NeedsInspection => "needs-inspection",
             Verdict::Skipped => "skipped",
         }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.name())
     }
 }
 

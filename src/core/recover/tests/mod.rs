@@ -602,3 +602,14 @@ fn a_pull_request_closed_by_the_bot_loses_its_leftover_branch() {
         KeptObject::Branch("klaud/auto-a".into())
     );
 }
+
+#[test]
+fn a_verdict_has_one_spelling_in_logs_and_files() {
+    for verdict in Verdict::ALL {
+        assert_eq!(
+            serde_json::to_value(verdict).unwrap(),
+            serde_json::json!(verdict.name())
+        );
+        assert_eq!(verdict.to_string(), verdict.name());
+    }
+}
