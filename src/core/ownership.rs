@@ -93,23 +93,35 @@ pub fn started_by_someone_else(run: &RunFact, bot: &str) -> Option<String> {
 /// the bot. Closing an already closed pull request succeeds without changing who closed it, so
 /// the bot's own close request is no proof: a maintainer who closed it first keeps the branch.
 /// `Err` says why the branch stays.
-pub fn closed_by_the_bot(issue: &IssueFact, bot: &str) -> Result<(), String> {
+pub fn closed_by_the_bot(issue: &IssueFact, bot: &str) -> Result<(), BranchStays> {
     let number = issue.number;
     if issue.open {
-        return Err(format!("#{number} is open again"));
+        return Err(BranchStays::Reopened { number });
     }
     if issue.merged {
-        return Err(format!("#{number} was merged"));
+        return Err(BranchStays::Merged { number });
     }
     match issue.closed_by.as_deref() {
         Some(login) if login == bot => Ok(()),
-        Some(login) => Err(format!(
-            "#{number} was closed by {login}: a maintainer-closed pull request keeps its branch"
-        )),
-        None => Err(format!(
-            "GitHub does not say who closed #{number}: its branch stays"
-        )),
+        Some(login) => Err(BranchStays::ClosedBy {
+            number,
+            login: login.to_string(),
+        }),
+        None => Err(BranchStays::CloserUnknown { number }),
     }
+}
+
+/// Why a closed pull request's branch stays.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BranchStays {
+    #[error("#{number} is open again")]
+    Reopened { number: u64 },
+    #[error("#{number} was merged")]
+    Merged { number: u64 },
+    #[error("#{number} was closed by {login}: a maintainer-closed pull request keeps its branch")]
+    ClosedBy { number: u64, login: String },
+    #[error("GitHub does not say who closed #{number}: its branch stays")]
+    CloserUnknown { number: u64 },
 }
 
 #[cfg(test)]
@@ -136,7 +148,10 @@ mod tests {
         // The bot's close request answered 200 on a pull request a maintainer had closed.
         let kept = closed_by_the_bot(&issue(false, false, Some("maintainer-ada")), "klaud-bot")
             .unwrap_err();
-        assert!(kept.contains("closed by maintainer-ada"), "{kept}");
+        assert!(
+            kept.to_string().contains("closed by maintainer-ada"),
+            "{kept}"
+        );
         assert!(closed_by_the_bot(&issue(false, false, None), "klaud-bot").is_err());
         assert!(closed_by_the_bot(&issue(true, false, None), "klaud-bot").is_err());
         assert!(closed_by_the_bot(&issue(false, true, Some("klaud-bot")), "klaud-bot").is_err());

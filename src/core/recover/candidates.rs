@@ -12,7 +12,8 @@ use chrono::{DateTime, Utc};
 
 use super::cleanup::{cancel_bot_smokes, cleanup_group};
 use super::guards::{
-    BranchFinding, Examination, deletable_branch, examine_pull_request, maintainer_sweep,
+    BranchFinding, Examination, ReadyPullRequest, SweepFinding, deletable_branch,
+    examine_pull_request, maintainer_sweep, ready_pull_request,
 };
 use super::labels::status_label_sync;
 use super::liveness::{Alive, Liveness};
@@ -172,8 +173,8 @@ fn reconcile(
         return reconcile_without_open_pull_request(facts, id, session, ended_at, liveness);
     };
     let number = Some(pull.number);
-    if !pull.draft {
-        if pending == Some(Outcome::Validated) {
+    match ready_pull_request(pull, pending == Some(Outcome::Validated)) {
+        Some(ReadyPullRequest::Validated) => {
             // The session reported validated and marked it ready before its parent ended.
             let reason = format!(
                 "its parent run {parent} ended after it reported validated; #{} stays ready",
@@ -188,11 +189,10 @@ fn reconcile(
             )
             .recording(record(Outcome::Validated));
         }
-        let reason = format!(
-            "#{} is ready for review without a validated record: reconciling never closes or redrafts it",
-            pull.number
-        );
-        return decision(number, Verdict::NeedsInspection, None, reason, None);
+        Some(ReadyPullRequest::Unexplained(reason)) => {
+            return decision(number, Verdict::NeedsInspection, None, reason, None);
+        }
+        None => {}
     }
     let (maintainer_commit, final_sweep_succeeded) =
         match examine_pull_request(facts, pull, ended_at, "its parent ended") {
@@ -340,11 +340,11 @@ fn reconcile_without_open_pull_request(
     }
     if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
         match maintainer_sweep(facts, &branch, ended_at, "its parent ended") {
-            Ok(None) => {}
-            Ok(Some(finding)) => {
+            SweepFinding::Clear => {}
+            SweepFinding::Maintainer(finding) => {
                 return decision(number, Verdict::NeedsInspection, None, finding, None);
             }
-            Err(what) => return waiting(number, &what),
+            SweepFinding::Unread(what) => return waiting(number, &what),
         }
         actions.extend(cancel_bot_smokes(facts, id, liveness));
         if closed_by_bot && let Some(number) = number {
@@ -410,22 +410,15 @@ fn sweep(
     let since = session
         .and_then(|session| session.finished_at)
         .unwrap_or(pull.created_at);
-    if !pull.draft {
-        let (verdict, reason) = if recorded == Some(Outcome::Validated) {
-            (
-                Verdict::LeftAlone,
-                format!("#{} is ready for review (validated)", pull.number),
-            )
-        } else {
-            (
-                Verdict::NeedsInspection,
-                format!(
-                    "#{} is ready for review without a validated record",
-                    pull.number
-                ),
-            )
-        };
-        return decision(number, verdict, recorded, reason, None);
+    match ready_pull_request(pull, recorded == Some(Outcome::Validated)) {
+        Some(ReadyPullRequest::Validated) => {
+            let reason = format!("#{} is ready for review (validated)", pull.number);
+            return decision(number, Verdict::LeftAlone, recorded, reason, None);
+        }
+        Some(ReadyPullRequest::Unexplained(reason)) => {
+            return decision(number, Verdict::NeedsInspection, recorded, reason, None);
+        }
+        None => {}
     }
     let object = KeptObject::PullRequest(pull.number);
     if let Some(kept) = facts

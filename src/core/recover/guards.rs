@@ -65,14 +65,14 @@ pub(super) fn examine_pull_request(
     }
     let branch = pull.head_branch.clone();
     match maintainer_sweep(facts, &branch, since, since_what) {
-        Ok(Some(reason)) => {
+        SweepFinding::Maintainer(reason) => {
             return Examination::NeedsInspection {
                 reason,
                 remember: false,
             };
         }
-        Ok(None) => {}
-        Err(what) => return Examination::Waiting(what),
+        SweepFinding::Clear => {}
+        SweepFinding::Unread(what) => return Examination::Waiting(what),
     }
     let Seen::Known(sweeps) = facts.sweeps(&branch) else {
         return Examination::Waiting(format!("the sweep runs of {branch}"));
@@ -96,35 +96,72 @@ pub(super) fn examine_pull_request(
     }
 }
 
-/// `Ok(Some(reason))` when a sweep run on `branch` was started by anyone but the bot after
-/// `since`; `Err(what)` while the sweep runs are unread.
+/// What the sweep runs of a branch say about who is acting on it.
+pub(super) enum SweepFinding {
+    /// Only the bot started sweeps since then.
+    Clear,
+    /// A sweep was started by someone else since then, or the sweeps could not be read: a
+    /// maintainer may be acting (the reason says which).
+    Maintainer(String),
+    /// The sweep runs are not read yet (what is missing).
+    Unread(String),
+}
+
+/// Whether a sweep run on `branch` was started by anyone but the bot after `since`.
 pub(super) fn maintainer_sweep(
     facts: &Facts<'_>,
     branch: &str,
     since: DateTime<Utc>,
     since_what: &str,
-) -> Result<Option<String>, String> {
+) -> SweepFinding {
     let bot = facts.policy.bot.clone();
     match facts.sweeps(branch) {
-        Seen::Unread => Err(format!("the sweep runs of {branch}")),
-        Seen::Failed(error) => Ok(Some(format!(
+        Seen::Unread => SweepFinding::Unread(format!("the sweep runs of {branch}")),
+        Seen::Failed(error) => SweepFinding::Maintainer(format!(
             "the sweep runs of {branch} could not be read ({error})"
-        ))),
-        Seen::Known(sweeps) if !sweeps.is_complete() => Ok(Some(format!(
+        )),
+        Seen::Known(sweeps) if !sweeps.is_complete() => SweepFinding::Maintainer(format!(
             "the sweep runs of {branch} could not all be listed ({})",
             sweeps.gap.clone().unwrap_or_default()
-        ))),
-        Seen::Known(sweeps) => Ok(sweeps
+        )),
+        Seen::Known(sweeps) => sweeps
             .items
             .iter()
             .filter(|run| run.created_at > since)
             .find_map(|run| started_by_someone_else(run, &bot).map(|login| (run.id, login)))
-            .map(|(id, login)| {
-                format!(
+            .map_or(SweepFinding::Clear, |(id, login)| {
+                SweepFinding::Maintainer(format!(
                     "sweep run {id} on {branch} was started by {login} after {since_what}: a maintainer is acting"
-                )
-            })),
+                ))
+            }),
     }
+}
+
+/// What a ready (non-draft) pull request allows: reconciling and sweeping never close or
+/// redraft one (contract §5); only a validated record explains it.
+pub(super) enum ReadyPullRequest {
+    /// A validated outcome is on record: it stays ready.
+    Validated,
+    /// No validated record: a maintainer may have marked it ready.
+    Unexplained(String),
+}
+
+/// The ready-pull-request guard, in one place: `None` for a draft.
+pub(super) fn ready_pull_request(
+    pull: &PullRequestFact,
+    validated_on_record: bool,
+) -> Option<ReadyPullRequest> {
+    if pull.draft {
+        return None;
+    }
+    Some(if validated_on_record {
+        ReadyPullRequest::Validated
+    } else {
+        ReadyPullRequest::Unexplained(format!(
+            "#{} is ready for review without a validated record: reconciling never closes or redrafts it",
+            pull.number
+        ))
+    })
 }
 
 /// Why a leftover branch is not deleted.
@@ -160,27 +197,19 @@ pub(super) fn deletable_branch(
         }
         Seen::Unread => return Err(BranchFinding::Waiting(format!("the commits of #{number}"))),
     };
-    if !commits.complete {
-        return Err(BranchFinding::Kept(format!(
-            "#{number} has more commits than GitHub lists"
-        )));
-    }
-    if let Some(commit) = commits.commits.iter().find(|commit| {
-        commit.author.as_deref() != Some(bot.as_str())
-            || commit.committer.as_deref() != Some(bot.as_str())
-    }) {
-        let login = commit
-            .author
-            .clone()
-            .filter(|login| login != &bot)
-            .or_else(|| commit.committer.clone())
-            .unwrap_or_else(|| "an unknown author".into());
-        return Err(BranchFinding::Kept(format!("a commit by {login}")));
-    }
-    if commits.commits.last().map(|commit| commit.sha.as_str()) != Some(sha.as_str()) {
-        return Err(BranchFinding::Kept(format!(
-            "it moved since #{number} was closed"
-        )));
+    // The one reading of who owns the commits, with the branch as the head they must end at:
+    // a branch that moved since the pull request closed no longer ends where its commits do.
+    match commit_ownership(commits, number, &sha, &bot) {
+        CommitOwnership::BotOnly => {}
+        CommitOwnership::ForeignCommit { login } => {
+            return Err(BranchFinding::Kept(format!("a commit by {login}")));
+        }
+        CommitOwnership::Unsettled { reason, .. } => {
+            return Err(BranchFinding::Kept(format!(
+                "{reason} (the branch is at {})",
+                sha.get(..7).unwrap_or(&sha)
+            )));
+        }
     }
     Ok(Some(Action::DeleteBranch {
         branch: branch.to_string(),

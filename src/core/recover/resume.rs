@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::{CandidateDecision, CandidateReport, Facts, Seen, Verdict, decision};
 use crate::core::ledger::{Session, SessionState};
 use crate::core::outcome::StatusLabel;
+use crate::core::ownership::{CommitOwnership, commit_ownership};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
 use crate::core::recover::ledger_plan::ResumeRecord;
 
@@ -77,11 +78,8 @@ pub(super) fn resume_parked(
         };
         let commits_are_bots = match facts.commits(pull.number) {
             Seen::Known(commits) => {
-                commits.complete
-                    && commits.commits.iter().all(|commit| {
-                        commit.author.as_deref() == Some(policy.bot.as_str())
-                            && commit.committer.as_deref() == Some(policy.bot.as_str())
-                    })
+                commit_ownership(commits, pull.number, &pull.head_sha, &policy.bot)
+                    == CommitOwnership::BotOnly
             }
             Seen::Failed(_) => false,
             Seen::Unread => {
