@@ -15,7 +15,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::{ActionResult, Allowance, BUDGET_REACHED, Executor, STOPPED};
+use futures::StreamExt;
+
+use super::{ActionResult, Allowance, BUDGET_REACHED, Executor, STOPPED, WRITE_CONCURRENCY};
 use crate::adapters::github::git::BranchDeletion;
 use crate::adapters::github::graphql::{ConditionalDeletion, REFS_PER_UPDATE, RefUpdates};
 use crate::core::plan::Action;
@@ -262,22 +264,34 @@ impl RefDeleter {
                     continue;
                 }
             };
-            for index in batch {
+            let deletions = batch.iter().map(|index| {
                 let reference = &refs[*index];
-                let result = match current.get(&reference.name) {
-                    None => ActionResult::Done("already gone".into()),
-                    Some(sha) if *sha != reference.sha => moved(&reference.name, sha),
-                    Some(_) if executor.halted() => ActionResult::NotAttempted(STOPPED.into()),
-                    Some(_) if !allowance.take(1) => {
-                        ActionResult::NotAttempted(BUDGET_REACHED.into())
-                    }
-                    Some(_) => match executor.bot().delete_branch(&reference.name).await {
-                        Ok(BranchDeletion::Missing) => ActionResult::Done("already gone".into()),
-                        Ok(_) => ActionResult::Done("deleted".into()),
-                        Err(error) => executor.failure(&error),
-                    },
-                };
-                results[*index] = Some(result);
+                let at = current.get(&reference.name).cloned();
+                async move {
+                    let result = match at {
+                        None => ActionResult::Done("already gone".into()),
+                        Some(sha) if sha != reference.sha => moved(&reference.name, &sha),
+                        Some(_) if executor.halted() => ActionResult::NotAttempted(STOPPED.into()),
+                        Some(_) if !allowance.take(1) => {
+                            ActionResult::NotAttempted(BUDGET_REACHED.into())
+                        }
+                        Some(_) => match executor.bot().delete_branch(&reference.name).await {
+                            Ok(BranchDeletion::Missing) => {
+                                ActionResult::Done("already gone".into())
+                            }
+                            Ok(_) => ActionResult::Done("deleted".into()),
+                            Err(error) => executor.failure(&error),
+                        },
+                    };
+                    (*index, result)
+                }
+            });
+            let done: Vec<(usize, ActionResult)> = futures::stream::iter(deletions)
+                .buffer_unordered(WRITE_CONCURRENCY)
+                .collect()
+                .await;
+            for (index, result) in done {
+                results[index] = Some(result);
             }
         }
     }
