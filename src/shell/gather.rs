@@ -408,7 +408,7 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
             .as_ref()
             .is_some_and(|repo| repo.full_name.eq_ignore_ascii_case(repository)),
         author: pull.user.as_ref().map(|user| user.login.clone()),
-        open: pull.state == "open",
+        open: pull.state.is_open(),
         draft: pull.draft,
         merged: pull.merged_at.is_some(),
         labels: pull.labels.iter().map(|label| label.name.clone()).collect(),
@@ -420,7 +420,7 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
 pub fn issue_fact(number: u64, issue: Issue) -> IssueFact {
     IssueFact {
         number,
-        open: issue.state == "open",
+        open: issue.state.is_open(),
         closed_by: issue.closed_by.map(|account| account.login),
         merged: issue
             .pull_request

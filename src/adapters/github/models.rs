@@ -8,6 +8,8 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
+use crate::core::github_state::PullRequestState;
+
 /// A user or bot as GitHub embeds it (`user`, `actor`, `closed_by`, commit `author`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Account {
@@ -50,8 +52,7 @@ pub struct PullRequestBranch {
 pub struct PullRequest {
     pub number: u64,
     pub node_id: String,
-    /// `open` or `closed`.
-    pub state: String,
+    pub state: PullRequestState,
     #[serde(default)]
     pub draft: bool,
     #[serde(default)]
@@ -87,7 +88,7 @@ pub struct CommitParent {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Issue {
     pub number: u64,
-    pub state: String,
+    pub state: PullRequestState,
     pub closed_by: Option<Account>,
     #[serde(default)]
     pub labels: Vec<Label>,
