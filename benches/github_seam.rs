@@ -50,7 +50,7 @@ fn client_for(server: &FakeGitHubHandle) -> GitHubClient {
 
 fn active(workflow: &str, status: &str) -> RunFilter {
     RunFilter {
-        status: Some(status.to_string()),
+        status: Some(status.into()),
         ..RunFilter::workflow(workflow)
     }
 }

@@ -133,7 +133,7 @@ async fn a_listing_that_cannot_be_completed_says_so_instead_of_coming_back_short
     let server = FakeGitHub::start(state);
     let client = client_for(&server);
     let filter = RunFilter {
-        status: Some("completed".to_string()),
+        status: Some("completed".into()),
         ..RunFilter::workflow("klaud-plan.yml")
     };
 

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use super::github_state::RunConclusion;
 use super::ledger::Ledger;
 
 /// A single read: the fact, or why it could not be read (bounded, never an API body).
@@ -68,9 +69,18 @@ pub struct RunFact {
     pub triggering_actor: Option<String>,
     /// Not yet `completed`.
     pub active: bool,
-    pub conclusion: Option<String>,
+    pub conclusion: Option<RunConclusion>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl RunFact {
+    /// The run ended with `success` (an unknown conclusion is not one).
+    pub fn succeeded(&self) -> bool {
+        self.conclusion
+            .as_ref()
+            .is_some_and(RunConclusion::is_success)
+    }
 }
 
 /// A job of a run (planner jobs carry the candidate in their name).

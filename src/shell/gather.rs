@@ -21,6 +21,7 @@ use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{Commit, Issue, Job, PullRequest, WorkflowRun};
 use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
+use crate::core::github_state::RunStatus;
 use crate::core::policy::Policy;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
 use crate::core::snapshot::{
@@ -37,7 +38,8 @@ const DETAIL_ROUNDS: usize = 6;
 /// GitHub lists at most this many commits of a pull request.
 const LISTED_COMMITS_CAP: usize = 250;
 /// Statuses of runs that have not completed, in the order a run moves through them.
-const ACTIVE_STATUSES: [&str; 3] = ["queued", "in_progress", "waiting"];
+const ACTIVE_STATUSES: [RunStatus; 3] =
+    [RunStatus::Queued, RunStatus::InProgress, RunStatus::Waiting];
 
 /// The snapshot, and the ledger as read (its blob sha is what the first write must name).
 pub struct Gathered {
@@ -126,7 +128,7 @@ async fn active_runs(client: &GitHubClient) -> Listed<RunFact> {
     let mut gaps = Vec::new();
     for status in ACTIVE_STATUSES {
         let filter = RunFilter {
-            status: Some(status.to_string()),
+            status: Some(status.clone()),
             ..RunFilter::default()
         };
         let listed = match client.workflow_runs(&filter).await {
@@ -453,7 +455,7 @@ pub fn run_fact(run: &WorkflowRun) -> RunFact {
 fn job_fact(job: &Job) -> JobFact {
     JobFact {
         name: job.name.clone(),
-        active: job.status != "completed",
+        active: !job.status.is_completed(),
     }
 }
 

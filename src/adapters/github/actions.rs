@@ -19,6 +19,7 @@ use super::pagination::{next_link, with_per_page};
 use super::pulls::encode;
 use super::transport::ApiRequest;
 use super::{GitHubClient, Listing, decode};
+use crate::core::github_state::RunStatus;
 
 /// The most results GitHub lets a filtered run listing reach.
 pub const FILTERED_LISTING_CAP: u64 = 1_000;
@@ -31,8 +32,8 @@ pub struct RunFilter {
     pub actor: Option<String>,
     pub branch: Option<String>,
     pub event: Option<String>,
-    /// `queued`, `in_progress`, `completed`, or a conclusion such as `success`.
-    pub status: Option<String>,
+    /// Runs of this status only.
+    pub status: Option<RunStatus>,
     pub head_sha: Option<String>,
     /// Inclusive `created` window.
     pub created: Option<(DateTime<Utc>, DateTime<Utc>)>,
@@ -63,11 +64,11 @@ impl RunFilter {
         };
         let mut parameters = Vec::new();
         for (name, value) in [
-            ("actor", &self.actor),
-            ("branch", &self.branch),
-            ("event", &self.event),
-            ("status", &self.status),
-            ("head_sha", &self.head_sha),
+            ("actor", self.actor.as_deref()),
+            ("branch", self.branch.as_deref()),
+            ("event", self.event.as_deref()),
+            ("status", self.status.as_ref().map(RunStatus::as_str)),
+            ("head_sha", self.head_sha.as_deref()),
         ] {
             if let Some(value) = value {
                 parameters.push(format!("{name}={}", encode(value)));

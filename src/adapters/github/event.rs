@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::models::{Account, RepositoryName};
+use crate::core::github_state::RunConclusion;
 use crate::core::wake::EndedRun;
 
 #[derive(Debug, Deserialize)]
@@ -29,7 +30,7 @@ struct EventRun {
     actor: Option<Account>,
     triggering_actor: Option<Account>,
     status: Option<String>,
-    conclusion: Option<String>,
+    conclusion: Option<RunConclusion>,
     updated_at: Option<DateTime<Utc>>,
 }
 

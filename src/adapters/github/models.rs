@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::core::github_state::PullRequestState;
+use crate::core::github_state::{PullRequestState, RunConclusion, RunStatus};
 
 /// A user or bot as GitHub embeds it (`user`, `actor`, `closed_by`, commit `author`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -185,9 +185,8 @@ pub struct WorkflowRun {
     #[serde(default)]
     pub display_title: Option<String>,
     pub event: String,
-    /// `queued`, `in_progress`, `completed`, `waiting`, `requested`, `pending`.
-    pub status: Option<String>,
-    pub conclusion: Option<String>,
+    pub status: Option<RunStatus>,
+    pub conclusion: Option<RunConclusion>,
     pub actor: Option<Account>,
     pub triggering_actor: Option<Account>,
     pub run_attempt: Option<u32>,
@@ -198,9 +197,10 @@ pub struct WorkflowRun {
 }
 
 impl WorkflowRun {
-    /// True until the run reached `completed`.
+    /// True until the run reached `completed` (a run without a status, or with one this version
+    /// does not know, is active).
     pub fn is_active(&self) -> bool {
-        self.status.as_deref() != Some("completed")
+        !self.status.as_ref().is_some_and(RunStatus::is_completed)
     }
 }
 
@@ -216,8 +216,8 @@ pub struct Job {
     pub id: u64,
     pub run_id: u64,
     pub name: String,
-    pub status: String,
-    pub conclusion: Option<String>,
+    pub status: RunStatus,
+    pub conclusion: Option<RunConclusion>,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
 }

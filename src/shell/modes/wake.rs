@@ -29,6 +29,7 @@ use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::event::parse_workflow_run_event;
 use crate::adapters::github::{GitHubClient, Listing};
+use crate::core::github_state::{RunConclusion, RunStatus};
 use crate::core::policy::Policy;
 use crate::core::wake::{
     EndedRun, NOT_STARTED_STATUSES, PlannerPass, STARTED_STATUS, WakeDecision, decide_dispatch,
@@ -140,7 +141,7 @@ pub async fn run(context: &StepContext, arguments: &WakeArgs) -> Result<(), Step
             head_branch: ended.head_branch.as_deref(),
             head_repository: ended.head_repository.as_deref(),
             actor: ended.actor.as_deref(),
-            conclusion: ended.conclusion.as_deref(),
+            conclusion: ended.conclusion.as_ref().map(RunConclusion::as_str),
             ended_at: ended.ended_at,
         },
         decision: decision.reason.code(),
@@ -197,14 +198,13 @@ async fn planner_passes(
     policy: &Policy,
     reporter: &Reporter,
 ) -> Vec<PlannerPass> {
-    let statuses: Vec<&str> = NOT_STARTED_STATUSES
-        .iter()
-        .copied()
+    let statuses: Vec<RunStatus> = NOT_STARTED_STATUSES
+        .into_iter()
         .chain([STARTED_STATUS])
         .collect();
     let listings = futures::future::join_all(statuses.iter().map(|status| {
         let filter = RunFilter {
-            status: Some((*status).to_string()),
+            status: Some(status.clone()),
             ..RunFilter::workflow(&policy.planner_workflow)
         };
         async move { client.workflow_runs(&filter).await }
@@ -229,7 +229,7 @@ async fn planner_passes(
         };
         passes.extend(runs.into_iter().map(|run| PlannerPass {
             id: run.id,
-            status: run.status.unwrap_or_else(|| (*status).to_string()),
+            status: run.status.unwrap_or_else(|| status.clone()),
             event: run.event,
             started_at: run.run_started_at,
         }));
