@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::github_state::{RunConclusion, RunStatus};
+use super::github_state::{RunConclusion, RunStatus, WorkflowRunAction};
 use super::policy::Policy;
 use super::text::bounded;
 
@@ -31,7 +31,7 @@ use super::text::bounded;
 pub struct EndedRun {
     pub id: u64,
     /// The event's action: `completed` when the run ended (`requested`, `in_progress` otherwise).
-    pub action: String,
+    pub action: WorkflowRunAction,
     /// The workflow file's path, e.g. `.github/workflows/e2e-tests.yml`.
     pub workflow_path: String,
     /// `owner/name` of the repository the event was delivered for.
@@ -135,13 +135,13 @@ pub fn judge_ended_run(
         message,
         covering_pass: None,
     };
-    if run.action != "completed" {
+    if run.action != WorkflowRunAction::Completed {
         return Err(skip(
             WakeReason::NotEnded,
             format!(
                 "the event reports run {} as {}, not completed",
                 run.id,
-                shown(&run.action)
+                shown(run.action.as_str())
             ),
         ));
     }

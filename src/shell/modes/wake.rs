@@ -357,7 +357,7 @@ fn describe_run(run: &EndedRun) -> String {
         "{} run {} ({}) on branch {} of {}, started by {}",
         shown(crate::core::wake::file_name(&run.workflow_path)),
         run.id,
-        shown(&run.action),
+        shown(run.action.as_str()),
         shown_option(run.head_branch.as_deref()),
         shown_option(run.head_repository.as_deref()),
         shown_option(run.actor.as_deref())
