@@ -15,11 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use futures::future::join_all;
 
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::batch::{DetailAnswers, DetailBatch, PullRequestCommits};
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{Commit, Issue, Job, PullRequest, WorkflowRun};
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::github_state::RunStatus;
 use crate::core::policy::Policy;
@@ -132,10 +132,9 @@ async fn active_runs(client: &GitHubClient) -> Listed<RunFact> {
             ..RunFilter::default()
         };
         let listed = match client.workflow_runs(&filter).await {
-            Ok(Listing::Complete(listed)) => listed,
-            Ok(Listing::Incomplete { partial, reason }) => {
-                gaps.push(reason);
-                partial
+            Ok(listed) => {
+                gaps.extend(listed.gap);
+                listed.items
             }
             Err(error) => {
                 gaps.push(format!("{status} runs: {}", describe(&error)));
@@ -226,13 +225,7 @@ async fn read_details(
         };
         reads.push(Box::pin(async move {
             let listed = match client.workflow_runs(&filter).await {
-                Ok(Listing::Complete(runs)) => {
-                    Ok(Listed::complete(runs.iter().map(run_fact).collect()))
-                }
-                Ok(Listing::Incomplete { partial, reason }) => Ok(Listed::incomplete(
-                    partial.iter().map(run_fact).collect(),
-                    reason,
-                )),
+                Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
                 // A workflow file that does not exist has no runs.
                 Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
                 Err(error) => Err(describe(&error)),

@@ -13,14 +13,15 @@ use serde_json::Value;
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{PullRequest, PullRequestFile};
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::core::candidate::{Candidate, parse_candidates};
 use crate::core::prepare_review::{
     ChangedFile, FilesRead, ListedPullRequest, OpenPullRequestEvidence, OpenPullRequestsDocument,
     evidence_of, klaud_candidate_of, review_schema,
 };
+use crate::core::snapshot::Listed;
 use crate::shell::cli::PrepareReviewArgs;
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
@@ -154,9 +155,12 @@ async fn read_files(client: &GitHubClient, number: u64) -> FilesRead {
             .collect()
     };
     match client.pull_request_files_listing(number).await {
-        Ok(Listing::Complete(files)) => FilesRead::Complete(changed(files)),
-        Ok(Listing::Incomplete { partial, reason }) => FilesRead::Incomplete {
-            files: changed(partial),
+        Ok(Listed { items, gap: None }) => FilesRead::Complete(changed(items)),
+        Ok(Listed {
+            items,
+            gap: Some(reason),
+        }) => FilesRead::Incomplete {
+            files: changed(items),
             reason,
         },
         Err(error) => FilesRead::Incomplete {

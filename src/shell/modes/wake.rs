@@ -25,10 +25,10 @@ use serde::Serialize;
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::event::parse_workflow_run_event;
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::core::github_state::{RunConclusion, RunStatus};
 use crate::core::policy::Policy;
 use crate::core::wake::{
@@ -213,12 +213,13 @@ async fn planner_passes(
     let mut passes = Vec::new();
     for (status, listing) in statuses.iter().zip(listings) {
         let runs = match listing {
-            Ok(Listing::Complete(runs)) => runs,
-            Ok(Listing::Incomplete { partial, reason }) => {
-                reporter.warning(&format!(
-                    "wake: the {status} planner runs were not all listed ({reason}); a pass missed here may be dispatched twice"
-                ));
-                partial
+            Ok(listed) => {
+                if let Some(reason) = &listed.gap {
+                    reporter.warning(&format!(
+                        "wake: the {status} planner runs were not all listed ({reason}); a pass missed here may be dispatched twice"
+                    ));
+                }
+                listed.items
             }
             Err(error) => {
                 reporter.warning(&format!(
@@ -336,7 +337,8 @@ async fn wait_until_listed(
             ..RunFilter::workflow(&policy.planner_workflow)
         };
         let listed = match client.workflow_runs(&filter).await {
-            Ok(Listing::Complete(runs) | Listing::Incomplete { partial: runs, .. }) => runs,
+            // Any run listed is the one dispatched, whether or not the listing is whole.
+            Ok(listed) => listed.items,
             Err(_) => Vec::new(),
         };
         if let Some(run) = listed.first() {
