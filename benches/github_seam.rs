@@ -50,7 +50,7 @@ fn client_for(server: &FakeGitHubHandle) -> GitHubClient {
 
 fn active(workflow: &str, status: &str) -> RunFilter {
     RunFilter {
-        status: Some(status.to_string()),
+        status: Some(status.into()),
         ..RunFilter::workflow(workflow)
     }
 }
@@ -75,7 +75,7 @@ async fn load_recovery_facts(client: &GitHubClient) -> (usize, usize, usize, usi
     let ledger = ledger.expect("ledger").ledger;
     let active_runs: Vec<_> = listings
         .into_iter()
-        .flat_map(|listing| listing.expect("listing").complete().expect("complete"))
+        .flat_map(|listing| listing.expect("listing").into_whole().expect("complete"))
         .collect();
     let live_parents: BTreeSet<u64> = ledger.live_sessions().map(|s| s.parent_run).collect();
     let parents_running: Vec<u64> = active_runs
@@ -103,7 +103,7 @@ async fn planner_history(client: &GitHubClient) -> usize {
         .workflow_runs(&filter)
         .await
         .expect("listing")
-        .complete()
+        .into_whole()
         .expect("complete")
         .len()
 }

@@ -16,7 +16,7 @@ use klaud::adapters::github::error::GitHubError;
 use klaud::adapters::github::git::BranchDeletion;
 use klaud::adapters::github::pulls::CommentPosted;
 use klaud::adapters::github::transport::RetryPolicy;
-use klaud::adapters::github::{GitHubClient, GitHubSettings, Listing};
+use klaud::adapters::github::{GitHubClient, GitHubSettings};
 
 const TOKEN: &str = "ghs_klaudTestToken0123456789abcdef";
 const BOT: &str = "klaud-bot";
@@ -115,7 +115,7 @@ async fn a_listing_of_2500_runs_behind_the_cap_is_returned_complete() {
 
     let listing = client.workflow_runs(&filter).await.unwrap();
 
-    let runs = listing.complete().expect("window splitting completes it");
+    let runs = listing.into_whole().expect("window splitting completes it");
     assert_eq!(runs.len(), 2_500);
     let mut ids: Vec<u64> = runs.iter().map(|run| run.id).collect();
     ids.sort_unstable();
@@ -133,15 +133,15 @@ async fn a_listing_that_cannot_be_completed_says_so_instead_of_coming_back_short
     let server = FakeGitHub::start(state);
     let client = client_for(&server);
     let filter = RunFilter {
-        status: Some("completed".to_string()),
+        status: Some("completed".into()),
         ..RunFilter::workflow("klaud-plan.yml")
     };
 
-    match client.workflow_runs(&filter).await.unwrap() {
-        Listing::Incomplete { reason, .. } => {
+    match client.workflow_runs(&filter).await.unwrap().into_whole() {
+        Err(reason) => {
             assert!(reason.contains("same second"), "{reason}")
         }
-        Listing::Complete(runs) => {
+        Ok(runs) => {
             panic!("a listing of {} runs claimed to be complete", runs.len())
         }
     }

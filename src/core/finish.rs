@@ -395,12 +395,14 @@ fn final_sweep(runs: &[RunFact], pull: &PullRequestFact, sweep_workflow: &str) -
         .filter(|run| run.head_sha == pull.head_sha)
         .max_by_key(|run| (run.created_at, run.id));
     match last {
-        Some(run) if run.conclusion.as_deref() == Some("success") => None,
+        Some(run) if run.succeeded() => None,
         Some(run) => Some(format!(
             "the final sweep {} on {} ended {}: not validated",
             run.id,
             short(&pull.head_sha),
-            run.conclusion.as_deref().unwrap_or("without a conclusion")
+            run.conclusion
+                .as_ref()
+                .map_or("without a conclusion", |conclusion| conclusion.as_str())
         )),
         None => Some(format!(
             "no finished sweep on the head {}: not validated",

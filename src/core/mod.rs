@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod candidate;
 pub mod finish;
+pub mod github_state;
 pub mod install;
 pub mod ledger;
 pub mod outcome;

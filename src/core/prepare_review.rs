@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::candidate::Candidate;
 use super::policy::Policy;
+use super::snapshot::Listed;
 
 /// An open pull request as listed, before its files are read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +57,6 @@ pub struct ChangedFile {
     pub previous_path: Option<String>,
 }
 
-/// The changed files of one pull request as far as they could be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FilesRead {
-    Complete(Vec<ChangedFile>),
-    /// `files` is shorter than the pull request's change; `reason` says why (no API body).
-    Incomplete {
-        files: Vec<ChangedFile>,
-        reason: String,
-    },
-}
-
 /// One record of `open-prs.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -100,17 +90,19 @@ pub struct OpenPullRequestsDocument {
     pub pull_requests: Vec<OpenPullRequestEvidence>,
 }
 
-/// The evidence record of one klaud pull request.
+/// The evidence record of one klaud pull request, from its changed files as far as they could
+/// be read (a gap says why they are short, never with an API body).
 pub fn evidence_of(
     pull: &ListedPullRequest,
     candidate: &str,
-    files: FilesRead,
+    files: Listed<ChangedFile>,
     candidates: &[Candidate],
 ) -> OpenPullRequestEvidence {
-    let (files, files_complete, files_incomplete_reason) = match files {
-        FilesRead::Complete(files) => (files, true, None),
-        FilesRead::Incomplete { files, reason } => (files, false, Some(reason)),
-    };
+    let files_complete = files.is_complete();
+    let Listed {
+        items: files,
+        gap: files_incomplete_reason,
+    } = files;
     OpenPullRequestEvidence {
         number: pull.number,
         title: pull.title.clone(),
@@ -288,10 +280,7 @@ mod tests {
         let record = evidence_of(
             &pull("klaud/auto-a", Some("acme/bench")),
             "a",
-            FilesRead::Incomplete {
-                files: Vec::new(),
-                reason: "the changed files could not be read (HTTP 502)".into(),
-            },
+            Listed::failed("the changed files could not be read (HTTP 502)"),
             &candidates(),
         );
         assert_eq!(record.family.as_deref(), Some("fa"));

@@ -7,19 +7,29 @@
 //! request, the status of a parent run. A pass therefore costs O(live work), not O(history).
 //!
 //! Every listing says whether it is complete ([`Listed`]) and every single read keeps its error
-//! ([`Read`]): "could not see it" is never mistaken for "it does not exist".
+//! ([`Read`]): "could not see it" is never mistaken for "it does not exist". [`Listed`] is the one
+//! type of a listing that may be incomplete, from the GitHub adapter to every mode's decision.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use super::github_state::RunConclusion;
 use super::ledger::Ledger;
 
 /// A single read: the fact, or why it could not be read (bounded, never an API body).
 pub type Read<T> = Result<T, String>;
 
-/// A listing that knows whether it holds everything GitHub has.
-#[derive(Debug, Clone, PartialEq)]
+/// A listing read from GitHub (pull requests, branches, runs, changed files) that knows whether
+/// it holds everything GitHub has.
+///
+/// The rule: a listing that could not be read to its end is never read as the whole. It is the
+/// items read so far (`items`, none when the read failed outright) plus why the rest may be
+/// missing (`gap`), and `gap` is `None` only when GitHub listed everything. An answer that
+/// needs the whole ("no pull request", "no run left", "that branch is gone") asks
+/// [`Listed::whole`] or looks at `gap` first; only what holds of any part (a run listed as
+/// active is active) reads `items` alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed<T> {
     pub items: Vec<T>,
     /// Why items may be missing; `None` when the listing is complete.
@@ -46,6 +56,37 @@ impl<T> Listed<T> {
     pub fn is_complete(&self) -> bool {
         self.gap.is_none()
     }
+
+    /// Why items may be missing, if they may.
+    pub fn incomplete_reason(&self) -> Option<&str> {
+        self.gap.as_deref()
+    }
+
+    /// The items, only when they are all there.
+    pub fn whole(&self) -> Option<&[T]> {
+        self.is_complete().then_some(self.items.as_slice())
+    }
+
+    /// The items to add to, only when they are all there.
+    pub fn whole_mut(&mut self) -> Option<&mut Vec<T>> {
+        self.gap.is_none().then_some(&mut self.items)
+    }
+
+    /// The items when they are all there, else why not.
+    pub fn into_whole(self) -> Result<Vec<T>, String> {
+        match self.gap {
+            None => Ok(self.items),
+            Some(reason) => Err(reason),
+        }
+    }
+
+    /// The same listing, each item turned into another; the gap stays.
+    pub fn map<U>(self, turn: impl FnMut(T) -> U) -> Listed<U> {
+        Listed {
+            items: self.items.into_iter().map(turn).collect(),
+            gap: self.gap,
+        }
+    }
 }
 
 impl<T> Default for Listed<T> {
@@ -68,9 +109,18 @@ pub struct RunFact {
     pub triggering_actor: Option<String>,
     /// Not yet `completed`.
     pub active: bool,
-    pub conclusion: Option<String>,
+    pub conclusion: Option<RunConclusion>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl RunFact {
+    /// The run ended with `success` (an unknown conclusion is not one).
+    pub fn succeeded(&self) -> bool {
+        self.conclusion
+            .as_ref()
+            .is_some_and(RunConclusion::is_success)
+    }
 }
 
 /// A job of a run (planner jobs carry the candidate in their name).

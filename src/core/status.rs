@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::ledger::{Ledger, SessionState};
 use super::policy::{Cooldown, Policy};
+use super::snapshot::Listed;
 
 /// One of klaud's open pull requests (head `<branch-prefix><id>` in this repository).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,13 +22,6 @@ pub struct KlaudPullRequest {
     pub candidate: String,
     pub draft: bool,
     pub labels: Vec<String>,
-}
-
-/// klaud's open pull requests, or why they are unknown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PullRequestsSeen {
-    Listed(Vec<KlaudPullRequest>),
-    Unknown { reason: String },
 }
 
 /// `status.json`.
@@ -107,16 +101,14 @@ pub struct CooldownView {
 pub struct StatusFacts<'a> {
     pub ledger: &'a Ledger,
     pub ledger_found: bool,
-    pub pull_requests: &'a PullRequestsSeen,
+    /// klaud's open pull requests; when not all were listed, none is shown and the gap is said.
+    pub pull_requests: &'a Listed<KlaudPullRequest>,
     pub repository: &'a str,
 }
 
 pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>) -> StatusReport {
     let ledger = facts.ledger;
-    let listed: &[KlaudPullRequest] = match facts.pull_requests {
-        PullRequestsSeen::Listed(pulls) => pulls,
-        PullRequestsSeen::Unknown { .. } => &[],
-    };
+    let listed: &[KlaudPullRequest] = facts.pull_requests.whole().unwrap_or_default();
     let pull_of_candidate: BTreeMap<&str, &KlaudPullRequest> = listed
         .iter()
         .map(|pull| (pull.candidate.as_str(), pull))
@@ -179,10 +171,7 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
             .filter(|pull| !with_session.contains(&pull.candidate.as_str()))
             .cloned()
             .collect(),
-        pull_requests_unknown: match facts.pull_requests {
-            PullRequestsSeen::Listed(_) => None,
-            PullRequestsSeen::Unknown { reason } => Some(reason.clone()),
-        },
+        pull_requests_unknown: facts.pull_requests.gap.clone(),
         sessions,
     }
 }
@@ -258,8 +247,8 @@ mod tests {
         ledger
     }
 
-    fn pulls() -> PullRequestsSeen {
-        PullRequestsSeen::Listed(vec![
+    fn pulls() -> Listed<KlaudPullRequest> {
+        Listed::complete(vec![
             KlaudPullRequest {
                 number: 4,
                 candidate: "a".into(),
@@ -275,7 +264,7 @@ mod tests {
         ])
     }
 
-    fn report(pulls: &PullRequestsSeen) -> StatusReport {
+    fn report(pulls: &Listed<KlaudPullRequest>) -> StatusReport {
         let ledger = ledger();
         let facts = StatusFacts {
             ledger: &ledger,
@@ -332,9 +321,7 @@ mod tests {
 
     #[test]
     fn unknown_pull_requests_are_said_so_and_the_ledger_is_still_shown() {
-        let unknown = PullRequestsSeen::Unknown {
-            reason: "GET /pulls: HTTP 502".into(),
-        };
+        let unknown = Listed::failed("GET /pulls: HTTP 502");
         let report = report(&unknown);
         assert_eq!(report.sessions.len(), 2);
         assert_eq!(report.sessions[1].pull_request, None);

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use super::github_state::{RunConclusion, RunStatus, WorkflowRunAction};
 use super::policy::Policy;
 use super::text::bounded;
 
@@ -30,7 +31,7 @@ use super::text::bounded;
 pub struct EndedRun {
     pub id: u64,
     /// The event's action: `completed` when the run ended (`requested`, `in_progress` otherwise).
-    pub action: String,
+    pub action: WorkflowRunAction,
     /// The workflow file's path, e.g. `.github/workflows/e2e-tests.yml`.
     pub workflow_path: String,
     /// `owner/name` of the repository the event was delivered for.
@@ -40,7 +41,7 @@ pub struct EndedRun {
     pub head_branch: Option<String>,
     pub actor: Option<String>,
     pub triggering_actor: Option<String>,
-    pub conclusion: Option<String>,
+    pub conclusion: Option<RunConclusion>,
     /// When the run ended (its last update), by GitHub's clock.
     pub ended_at: Option<DateTime<Utc>>,
 }
@@ -50,15 +51,20 @@ pub struct EndedRun {
 pub struct PlannerPass {
     pub id: u64,
     /// `queued`, `requested`, `waiting`, `pending` or `in_progress`.
-    pub status: String,
+    pub status: RunStatus,
     pub event: String,
     /// When the run (its latest attempt) started.
     pub started_at: Option<DateTime<Utc>>,
 }
 
 /// The run statuses of a planner pass that has not started yet, and of one that has.
-pub const NOT_STARTED_STATUSES: [&str; 4] = ["queued", "requested", "waiting", "pending"];
-pub const STARTED_STATUS: &str = "in_progress";
+pub const NOT_STARTED_STATUSES: [RunStatus; 4] = [
+    RunStatus::Queued,
+    RunStatus::Requested,
+    RunStatus::Waiting,
+    RunStatus::Pending,
+];
+pub const STARTED_STATUS: RunStatus = RunStatus::InProgress;
 
 /// Why the step dispatches or not. `code()` is the public spelling (`wake-reason` output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,13 +135,13 @@ pub fn judge_ended_run(
         message,
         covering_pass: None,
     };
-    if run.action != "completed" {
+    if run.action != WorkflowRunAction::Completed {
         return Err(skip(
             WakeReason::NotEnded,
             format!(
                 "the event reports run {} as {}, not completed",
                 run.id,
-                shown(&run.action)
+                shown(run.action.as_str())
             ),
         ));
     }
@@ -209,7 +215,7 @@ pub fn judge_ended_run(
 pub fn covering_pass<'a>(run: &EndedRun, passes: &'a [PlannerPass]) -> Option<&'a PlannerPass> {
     passes
         .iter()
-        .find(|pass| NOT_STARTED_STATUSES.contains(&pass.status.as_str()))
+        .find(|pass| NOT_STARTED_STATUSES.contains(&pass.status))
         .or_else(|| {
             passes.iter().find(|pass| {
                 pass.status == STARTED_STATUS
@@ -232,7 +238,7 @@ pub fn decide_dispatch(
         "{} run {} {owned} ended ({})",
         shown(file_name(&run.workflow_path)),
         run.id,
-        shown_or_unknown(run.conclusion.as_deref())
+        shown_or_unknown(run.conclusion.as_ref().map(RunConclusion::as_str))
     );
     match covering_pass(run, passes) {
         Some(pass) => WakeDecision {
@@ -254,12 +260,12 @@ pub fn decide_dispatch(
 }
 
 fn describe_pass_progress(pass: &PlannerPass) -> String {
-    match (pass.status.as_str(), pass.started_at) {
-        (STARTED_STATUS, Some(started)) => format!(
+    match (&pass.status, pass.started_at) {
+        (status, Some(started)) if *status == STARTED_STATUS => format!(
             "started {}",
             started.to_rfc3339_opts(SecondsFormat::Secs, true)
         ),
-        (status, _) => shown(status),
+        (status, _) => shown(status.as_str()),
     }
 }
 

@@ -15,12 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use futures::future::join_all;
 
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::batch::{DetailAnswers, DetailBatch, PullRequestCommits};
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{Commit, Issue, Job, PullRequest, WorkflowRun};
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
+use crate::core::github_state::RunStatus;
 use crate::core::policy::Policy;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
 use crate::core::snapshot::{
@@ -37,7 +38,8 @@ const DETAIL_ROUNDS: usize = 6;
 /// GitHub lists at most this many commits of a pull request.
 const LISTED_COMMITS_CAP: usize = 250;
 /// Statuses of runs that have not completed, in the order a run moves through them.
-const ACTIVE_STATUSES: [&str; 3] = ["queued", "in_progress", "waiting"];
+const ACTIVE_STATUSES: [RunStatus; 3] =
+    [RunStatus::Queued, RunStatus::InProgress, RunStatus::Waiting];
 
 /// The snapshot, and the ledger as read (its blob sha is what the first write must name).
 pub struct Gathered {
@@ -126,14 +128,13 @@ async fn active_runs(client: &GitHubClient) -> Listed<RunFact> {
     let mut gaps = Vec::new();
     for status in ACTIVE_STATUSES {
         let filter = RunFilter {
-            status: Some(status.to_string()),
+            status: Some(status.clone()),
             ..RunFilter::default()
         };
         let listed = match client.workflow_runs(&filter).await {
-            Ok(Listing::Complete(listed)) => listed,
-            Ok(Listing::Incomplete { partial, reason }) => {
-                gaps.push(reason);
-                partial
+            Ok(listed) => {
+                gaps.extend(listed.gap);
+                listed.items
             }
             Err(error) => {
                 gaps.push(format!("{status} runs: {}", describe(&error)));
@@ -224,13 +225,7 @@ async fn read_details(
         };
         reads.push(Box::pin(async move {
             let listed = match client.workflow_runs(&filter).await {
-                Ok(Listing::Complete(runs)) => {
-                    Ok(Listed::complete(runs.iter().map(run_fact).collect()))
-                }
-                Ok(Listing::Incomplete { partial, reason }) => Ok(Listed::incomplete(
-                    partial.iter().map(run_fact).collect(),
-                    reason,
-                )),
+                Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
                 // A workflow file that does not exist has no runs.
                 Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
                 Err(error) => Err(describe(&error)),
@@ -408,7 +403,7 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
             .as_ref()
             .is_some_and(|repo| repo.full_name.eq_ignore_ascii_case(repository)),
         author: pull.user.as_ref().map(|user| user.login.clone()),
-        open: pull.state == "open",
+        open: pull.state.is_open(),
         draft: pull.draft,
         merged: pull.merged_at.is_some(),
         labels: pull.labels.iter().map(|label| label.name.clone()).collect(),
@@ -420,7 +415,7 @@ pub fn pull_request_fact(pull: &PullRequest, repository: &str) -> PullRequestFac
 pub fn issue_fact(number: u64, issue: Issue) -> IssueFact {
     IssueFact {
         number,
-        open: issue.state == "open",
+        open: issue.state.is_open(),
         closed_by: issue.closed_by.map(|account| account.login),
         merged: issue
             .pull_request
@@ -453,7 +448,7 @@ pub fn run_fact(run: &WorkflowRun) -> RunFact {
 fn job_fact(job: &Job) -> JobFact {
     JobFact {
         name: job.name.clone(),
-        active: job.status != "completed",
+        active: !job.status.is_completed(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! GitHub answers at most 1000 results for a filtered run listing (actor, branch, created,
 //! event, head_sha, status) while `total_count` keeps the true number. Such a listing is split
 //! into `created` windows until every window is under the cap; when a window of one second is
-//! still over it, the listing is [`Listing::Incomplete`], never silently shorter.
+//! still over it, the listing is incomplete (a [`Listed`] with its gap), never silently shorter.
 
 use std::collections::BTreeMap;
 use std::collections::HashSet;
@@ -18,7 +18,9 @@ use super::models::{Job, WorkflowRun, WorkflowRunPage};
 use super::pagination::{next_link, with_per_page};
 use super::pulls::encode;
 use super::transport::ApiRequest;
-use super::{GitHubClient, Listing, decode};
+use super::{GitHubClient, decode};
+use crate::core::github_state::RunStatus;
+use crate::core::snapshot::Listed;
 
 /// The most results GitHub lets a filtered run listing reach.
 pub const FILTERED_LISTING_CAP: u64 = 1_000;
@@ -31,8 +33,8 @@ pub struct RunFilter {
     pub actor: Option<String>,
     pub branch: Option<String>,
     pub event: Option<String>,
-    /// `queued`, `in_progress`, `completed`, or a conclusion such as `success`.
-    pub status: Option<String>,
+    /// Runs of this status only.
+    pub status: Option<RunStatus>,
     pub head_sha: Option<String>,
     /// Inclusive `created` window.
     pub created: Option<(DateTime<Utc>, DateTime<Utc>)>,
@@ -63,11 +65,11 @@ impl RunFilter {
         };
         let mut parameters = Vec::new();
         for (name, value) in [
-            ("actor", &self.actor),
-            ("branch", &self.branch),
-            ("event", &self.event),
-            ("status", &self.status),
-            ("head_sha", &self.head_sha),
+            ("actor", self.actor.as_deref()),
+            ("branch", self.branch.as_deref()),
+            ("event", self.event.as_deref()),
+            ("status", self.status.as_ref().map(RunStatus::as_str)),
+            ("head_sha", self.head_sha.as_deref()),
         ] {
             if let Some(value) = value {
                 parameters.push(format!("{name}={}", encode(value)));
@@ -103,11 +105,11 @@ enum WindowListing {
 }
 
 impl GitHubClient {
-    /// Every run matching `filter`, or an honest [`Listing::Incomplete`].
+    /// Every run matching `filter`, or the runs listed with why the others are missing.
     pub async fn workflow_runs(
         &self,
         filter: &RunFilter,
-    ) -> Result<Listing<WorkflowRun>, GitHubError> {
+    ) -> Result<Listed<WorkflowRun>, GitHubError> {
         let mut windows = vec![filter.clone()];
         let mut runs: Vec<WorkflowRun> = Vec::new();
         let mut seen = HashSet::new();
@@ -150,12 +152,9 @@ impl GitHubClient {
             }
         }
         runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-        Ok(match shortfall {
-            None => Listing::Complete(runs),
-            Some(reason) => Listing::Incomplete {
-                partial: runs,
-                reason,
-            },
+        Ok(Listed {
+            items: runs,
+            gap: shortfall,
         })
     }
 
@@ -254,10 +253,8 @@ impl GitHubClient {
                     )),
                     ..RunFilter::default()
                 };
-                let dispatched = match self.workflow_runs(&recheck).await? {
-                    Listing::Complete(runs) => !runs.is_empty(),
-                    Listing::Incomplete { partial, .. } => !partial.is_empty(),
-                };
+                // Any run listed is the dispatch, whether or not the listing is whole.
+                let dispatched = !self.workflow_runs(&recheck).await?.items.is_empty();
                 if dispatched {
                     return Ok(());
                 }

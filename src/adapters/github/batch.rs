@@ -19,6 +19,7 @@ use super::graphql::{GraphQlAnswer, GraphQlProblem};
 use super::models::{
     Account, Commit, Issue, IssuePullRequest, Label, PullRequest, PullRequestBranch, RepositoryName,
 };
+use crate::core::github_state::PullRequestState;
 
 /// Objects asked for in one request (GitHub's node limit is far above what this asks).
 pub const OBJECTS_PER_QUERY: usize = 50;
@@ -340,8 +341,14 @@ fn pull_request_detail(node: &Value, repository: &str) -> Result<PullRequestDeta
         .get("number")
         .and_then(Value::as_u64)
         .ok_or("no number")?;
-    let state = text(node, "state")?;
-    let open = state == "OPEN";
+    // GraphQL spells the state in capitals and tells a merged pull request apart; REST calls
+    // a merged one closed.
+    let state = match text(node, "state")? {
+        "OPEN" => PullRequestState::Open,
+        "CLOSED" | "MERGED" => PullRequestState::Closed,
+        other => PullRequestState::Other(other.to_string()),
+    };
+    let open = state.is_open();
     let merged_at = time(node, "mergedAt")?;
     let labels: Vec<Label> = node
         .pointer("/labels/nodes")
@@ -362,7 +369,7 @@ fn pull_request_detail(node: &Value, repository: &str) -> Result<PullRequestDeta
     let pull = PullRequest {
         number,
         node_id: text(node, "id")?.to_string(),
-        state: if open { "open" } else { "closed" }.to_string(),
+        state,
         draft: node
             .get("isDraft")
             .and_then(Value::as_bool)
@@ -454,7 +461,7 @@ mod tests {
     #[test]
     fn a_pull_request_reads_as_rest_would_give_it() {
         let detail = pull_request_detail(&pull_node(), "acme/widgets").unwrap();
-        assert_eq!(detail.pull.state, "closed");
+        assert_eq!(detail.pull.state, PullRequestState::Closed);
         assert_eq!(detail.pull.user.unwrap().login, "klaud[bot]");
         assert_eq!(detail.issue.closed_by.unwrap().login, "ada");
         assert_eq!(detail.pull.head.repo.unwrap().full_name, "acme/widgets");
@@ -468,7 +475,7 @@ mod tests {
         node["state"] = json!("OPEN");
         let detail = pull_request_detail(&node, "acme/widgets").unwrap();
         assert_eq!(detail.issue.closed_by, None);
-        assert_eq!(detail.issue.state, "open");
+        assert_eq!(detail.issue.state, PullRequestState::Open);
     }
 
     #[test]

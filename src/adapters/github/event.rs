@@ -9,11 +9,12 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::models::{Account, RepositoryName};
+use crate::core::github_state::{RunConclusion, RunStatus, WorkflowRunAction};
 use crate::core::wake::EndedRun;
 
 #[derive(Debug, Deserialize)]
 struct WorkflowRunEvent {
-    action: Option<String>,
+    action: Option<WorkflowRunAction>,
     workflow_run: Option<EventRun>,
     workflow: Option<EventWorkflow>,
     repository: Option<RepositoryName>,
@@ -28,8 +29,8 @@ struct EventRun {
     repository: Option<RepositoryName>,
     actor: Option<Account>,
     triggering_actor: Option<Account>,
-    status: Option<String>,
-    conclusion: Option<String>,
+    status: Option<RunStatus>,
+    conclusion: Option<RunConclusion>,
     updated_at: Option<DateTime<Utc>>,
 }
 
@@ -57,7 +58,14 @@ pub fn parse_workflow_run_event(text: &str) -> Result<EndedRun, String> {
         .unwrap_or_default();
     Ok(EndedRun {
         id: run.id,
-        action: event.action.or(run.status).unwrap_or_default(),
+        // Without an action, the run's status stands in for it (`completed` is spelled alike).
+        action: event
+            .action
+            .or_else(|| {
+                run.status
+                    .map(|status| WorkflowRunAction::from(status.as_str()))
+            })
+            .unwrap_or_default(),
         workflow_path,
         repository: run
             .repository
@@ -91,7 +99,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(run.id, 42);
-        assert_eq!(run.action, "completed");
+        assert_eq!(run.action, WorkflowRunAction::Completed);
         assert_eq!(run.head_branch.as_deref(), Some("klaud/auto-a"));
         assert_eq!(run.head_repository.as_deref(), Some("acme/bench"));
         assert_eq!(run.actor.as_deref(), Some("Klaud-Cold"));
@@ -109,6 +117,27 @@ mod tests {
         assert_eq!(run.workflow_path, ".github/workflows/run-sweep.yml");
         assert_eq!(run.repository.as_deref(), Some("acme/bench"));
         assert_eq!(run.head_repository, None);
+    }
+
+    #[test]
+    fn words_github_adds_later_still_read_and_the_run_status_stands_in_for_a_missing_action() {
+        let run = parse_workflow_run_event(
+            r#"{"action": "rerequested", "workflow_run": {"id": 1, "status": "expected",
+                "conclusion": "superseded"}}"#,
+        )
+        .unwrap();
+        assert_eq!(run.action, WorkflowRunAction::Other("rerequested".into()));
+        assert_eq!(
+            run.conclusion,
+            Some(RunConclusion::Other("superseded".into()))
+        );
+        let without_action = parse_workflow_run_event(
+            r#"{"workflow_run": {"id": 1, "status": "completed", "conclusion": "success"}}"#,
+        )
+        .unwrap();
+        assert_eq!(without_action.action, WorkflowRunAction::Completed);
+        let neither = parse_workflow_run_event(r#"{"workflow_run": {"id": 1}}"#).unwrap();
+        assert_ne!(neither.action, WorkflowRunAction::Completed);
     }
 
     #[test]

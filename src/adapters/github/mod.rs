@@ -1,8 +1,10 @@
 //! The GitHub client: the only code that talks to GitHub or knows its JSON.
 //!
-//! Reads return klaud's own structs ([`models`]); listings follow `Link` headers with
-//! `per_page=100` and say when they could not be completed ([`Listing`]); writes go through the
-//! single retry state machine in [`transport`]. Base URLs come from `GITHUB_API_URL` and
+//! Reads return klaud's own structs ([`models`]), GitHub's state words already read into the
+//! core's types ([`crate::core::github_state`]); listings follow `Link` headers with
+//! `per_page=100` and say when they could not be completed (the core's
+//! [`Listed`](crate::core::snapshot::Listed), whose `gap` says why); writes go through the single
+//! retry state machine in [`transport`]. Base URLs come from `GITHUB_API_URL` and
 //! `GITHUB_GRAPHQL_URL`, so GitHub Enterprise Server works the same way.
 
 pub mod actions;
@@ -73,31 +75,6 @@ impl GitHubSettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
         }
-    }
-}
-
-/// A listing that may not have been read to its end.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Listing<T> {
-    Complete(Vec<T>),
-    /// Some items could not be listed; `partial` must not be mistaken for the whole.
-    Incomplete {
-        partial: Vec<T>,
-        reason: String,
-    },
-}
-
-impl<T> Listing<T> {
-    /// The items when the listing is complete.
-    pub fn complete(self) -> Option<Vec<T>> {
-        match self {
-            Listing::Complete(items) => Some(items),
-            Listing::Incomplete { .. } => None,
-        }
-    }
-
-    pub fn is_complete(&self) -> bool {
-        matches!(self, Listing::Complete(_))
     }
 }
 

@@ -8,6 +8,8 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
+use crate::core::github_state::{PullRequestState, RunConclusion, RunStatus};
+
 /// A user or bot as GitHub embeds it (`user`, `actor`, `closed_by`, commit `author`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Account {
@@ -50,8 +52,7 @@ pub struct PullRequestBranch {
 pub struct PullRequest {
     pub number: u64,
     pub node_id: String,
-    /// `open` or `closed`.
-    pub state: String,
+    pub state: PullRequestState,
     #[serde(default)]
     pub draft: bool,
     #[serde(default)]
@@ -87,7 +88,7 @@ pub struct CommitParent {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Issue {
     pub number: u64,
-    pub state: String,
+    pub state: PullRequestState,
     pub closed_by: Option<Account>,
     #[serde(default)]
     pub labels: Vec<Label>,
@@ -184,9 +185,8 @@ pub struct WorkflowRun {
     #[serde(default)]
     pub display_title: Option<String>,
     pub event: String,
-    /// `queued`, `in_progress`, `completed`, `waiting`, `requested`, `pending`.
-    pub status: Option<String>,
-    pub conclusion: Option<String>,
+    pub status: Option<RunStatus>,
+    pub conclusion: Option<RunConclusion>,
     pub actor: Option<Account>,
     pub triggering_actor: Option<Account>,
     pub run_attempt: Option<u32>,
@@ -197,9 +197,10 @@ pub struct WorkflowRun {
 }
 
 impl WorkflowRun {
-    /// True until the run reached `completed`.
+    /// True until the run reached `completed` (a run without a status, or with one this version
+    /// does not know, is active).
     pub fn is_active(&self) -> bool {
-        self.status.as_deref() != Some("completed")
+        !self.status.as_ref().is_some_and(RunStatus::is_completed)
     }
 }
 
@@ -215,8 +216,8 @@ pub struct Job {
     pub id: u64,
     pub run_id: u64,
     pub name: String,
-    pub status: String,
-    pub conclusion: Option<String>,
+    pub status: RunStatus,
+    pub conclusion: Option<RunConclusion>,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
 }

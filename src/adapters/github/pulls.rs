@@ -8,7 +8,8 @@ use super::error::GitHubError;
 use super::models::{Comment, Commit, Issue, Label, PullRequest, PullRequestFile, PullRequestSize};
 use super::transport::ApiRequest;
 use super::writes::Sent;
-use super::{GitHubClient, Listing, decode};
+use super::{GitHubClient, decode};
+use crate::core::snapshot::Listed;
 
 /// The most changed files GitHub lists for one pull request.
 pub const PULL_REQUEST_FILES_CAP: u64 = 3_000;
@@ -70,36 +71,36 @@ impl GitHubClient {
             .await
     }
 
-    /// Every changed file GitHub lists, or [`Listing::Incomplete`] when the pull request changes
+    /// Every changed file GitHub lists, incomplete (with its gap) when the pull request changes
     /// more files than GitHub's listing reaches ([`PULL_REQUEST_FILES_CAP`]), which is checked
     /// against the pull request's `changed_files` only when the cap was reached.
     pub async fn pull_request_files_listing(
         &self,
         number: u64,
-    ) -> Result<Listing<PullRequestFile>, GitHubError> {
+    ) -> Result<Listed<PullRequestFile>, GitHubError> {
         let files = self.pull_request_files(number).await?;
         let listed = files.len() as u64;
         if listed < PULL_REQUEST_FILES_CAP {
-            return Ok(Listing::Complete(files));
+            return Ok(Listed::complete(files));
         }
         let size: Result<PullRequestSize, GitHubError> = self
             .get_json(&self.repo_path(&format!("/pulls/{number}")))
             .await;
         Ok(match size {
-            Ok(size) if size.changed_files <= listed => Listing::Complete(files),
-            Ok(size) => Listing::Incomplete {
-                reason: format!(
+            Ok(size) if size.changed_files <= listed => Listed::complete(files),
+            Ok(size) => Listed::incomplete(
+                files,
+                format!(
                     "GitHub lists at most {PULL_REQUEST_FILES_CAP} files of a pull request; this one changes {}",
                     size.changed_files
                 ),
-                partial: files,
-            },
-            Err(_) => Listing::Incomplete {
-                reason: format!(
+            ),
+            Err(_) => Listed::incomplete(
+                files,
+                format!(
                     "GitHub listed {listed} files, its cap, and the pull request's file count could not be read"
                 ),
-                partial: files,
-            },
+            ),
         })
     }
 

@@ -88,7 +88,7 @@ pub(super) fn examine_pull_request(
         .iter()
         .filter(|run| !run.active && run.head_sha == pull.head_sha)
         .max_by_key(|run| (run.created_at, run.id))
-        .is_some_and(|run| run.conclusion.as_deref() == Some("success"));
+        .is_some_and(|run| run.succeeded());
     Examination::Clear {
         maintainer_commit: None,
         final_sweep_succeeded,

@@ -29,31 +29,12 @@ use serde::{Deserialize, Serialize};
 use super::candidate::Candidate;
 use super::ledger::{Ledger, SessionState};
 use super::policy::Policy;
+use super::snapshot::Listed;
 use super::text::bounded;
 use baselines::BaselineVerdicts;
 use capacity::CapacityGate;
 use obstacles::{Occupancy, baseline_obstacle, cooldown_obstacle};
 use review::ReviewInput;
-
-/// A fact read from GitHub that may not have been read to its end.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Observed<T> {
-    Complete(T),
-    /// What was read must not be taken for the whole.
-    Incomplete {
-        reason: String,
-    },
-}
-
-impl<T> Observed<T> {
-    /// Why the fact is incomplete, if it is.
-    pub fn incomplete_reason(&self) -> Option<&str> {
-        match self {
-            Observed::Complete(_) => None,
-            Observed::Incomplete { reason } => Some(reason),
-        }
-    }
-}
 
 /// An open pull request as listed, before deciding whether it is klaud's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,9 +51,9 @@ pub struct GitHubFacts {
     /// `owner/name` of this repository.
     pub repository: String,
     /// Every open pull request of the repository.
-    pub open_pull_requests: Observed<Vec<OpenPullRequest>>,
+    pub open_pull_requests: Listed<OpenPullRequest>,
     /// Names of the branches starting with the branch prefix.
-    pub candidate_branches: Observed<BTreeSet<String>>,
+    pub candidate_branches: Listed<String>,
 }
 
 /// Everything read, with the ledger as of one reading.

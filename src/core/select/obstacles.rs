@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
 use super::baselines::{BaselineVerdict, BaselineVerdicts};
-use super::{Decision, Observed, Reason, SelectingRun, SelectionSnapshot, session_of_run};
+use super::{Decision, Reason, SelectingRun, SelectionSnapshot, session_of_run};
 use crate::core::candidate::Candidate;
 use crate::core::ledger::{Ledger, SessionState};
 use crate::core::policy::{Cooldown, Policy};
@@ -65,7 +65,7 @@ impl<'a> Occupancy<'a> {
         }
         let mut pull_request_of_family = BTreeMap::new();
         let mut pull_request_of_candidate = BTreeMap::new();
-        if let Observed::Complete(pulls) = &snapshot.github.open_pull_requests {
+        if let Some(pulls) = snapshot.github.open_pull_requests.whole() {
             let mut own: Vec<(u64, &str)> = pulls
                 .iter()
                 .filter_map(|pull| {
@@ -85,13 +85,13 @@ impl<'a> Occupancy<'a> {
                 }
             }
         }
-        let retained_branches = match &snapshot.github.candidate_branches {
-            Observed::Complete(branches) => branches
+        let retained_branches = match snapshot.github.candidate_branches.whole() {
+            Some(branches) => branches
                 .iter()
                 .filter_map(|branch| policy.candidate_of_branch(branch))
                 .map(str::to_string)
                 .collect(),
-            Observed::Incomplete { .. } => BTreeSet::new(),
+            None => BTreeSet::new(),
         };
         Occupancy {
             ledger: snapshot.ledger,

@@ -33,7 +33,7 @@ pub(super) async fn pull_request(
     };
     let labels: Vec<String> = pull.labels.iter().map(|label| label.name.clone()).collect();
     let number = check.number;
-    let changed = if (pull.state == "open") != check.open {
+    let changed = if pull.state.is_open() != check.open {
         Some(if check.open {
             format!("#{number} is no longer open")
         } else {
@@ -123,7 +123,7 @@ pub(super) async fn closed_by_the_bot(
             match answers.pull_requests.get(number) {
                 // A dry run's own close was recorded, not sent: GitHub still shows it open.
                 Some(Ok(detail))
-                    if detail.issue.state == "open" && closed_by_this_dry_run.contains(number) =>
+                    if detail.issue.state.is_open() && closed_by_this_dry_run.contains(number) =>
                 {
                     Ok(())
                 }

@@ -16,9 +16,9 @@ use serde::Serialize;
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::finish::{Cleanup, FinishFacts, FinishPlan, FinishRequest, decide, record};
 use crate::core::ledger::{Session, SessionState};
@@ -318,8 +318,7 @@ async fn branch_runs(
             ..RunFilter::workflow(workflow)
         };
         match client.workflow_runs(&filter).await {
-            Ok(Listing::Complete(listed)) => runs.extend(listed.iter().map(run_fact)),
-            Ok(Listing::Incomplete { reason, .. }) => return Err(reason),
+            Ok(listed) => runs.extend(listed.into_whole()?.iter().map(run_fact)),
             // A workflow file that does not exist has no runs.
             Err(error) if error.is_not_found() => {}
             Err(error) => return Err(describe(&error)),

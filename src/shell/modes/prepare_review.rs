@@ -13,14 +13,15 @@ use serde_json::Value;
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{PullRequest, PullRequestFile};
-use crate::adapters::github::{GitHubClient, Listing};
 use crate::core::candidate::{Candidate, parse_candidates};
 use crate::core::prepare_review::{
-    ChangedFile, FilesRead, ListedPullRequest, OpenPullRequestEvidence, OpenPullRequestsDocument,
-    evidence_of, klaud_candidate_of, review_schema,
+    ChangedFile, ListedPullRequest, OpenPullRequestEvidence, OpenPullRequestsDocument, evidence_of,
+    klaud_candidate_of, review_schema,
 };
+use crate::core::snapshot::Listed;
 use crate::shell::cli::PrepareReviewArgs;
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
@@ -72,7 +73,7 @@ pub async fn run(context: &StepContext, arguments: &PrepareReviewArgs) -> Result
     let mut evidence: Vec<OpenPullRequestEvidence> =
         futures::stream::iter(klauds.iter().map(|(pull, candidate)| async {
             let files = read_files(client, pull.number).await;
-            if let FilesRead::Incomplete { reason, .. } = &files {
+            if let Some(reason) = files.incomplete_reason() {
                 reporter.warning(&format!(
                     "prepare-review: pull request #{}: files-complete is false: {reason}",
                     pull.number
@@ -142,30 +143,18 @@ fn listed(pull: PullRequest) -> ListedPullRequest {
 }
 
 /// One pull request's changed files, complete or with the reason they are not.
-async fn read_files(client: &GitHubClient, number: u64) -> FilesRead {
-    let changed = |files: Vec<PullRequestFile>| -> Vec<ChangedFile> {
-        files
-            .into_iter()
-            .map(|file| ChangedFile {
-                path: file.filename,
-                status: file.status,
-                previous_path: file.previous_filename,
-            })
-            .collect()
+async fn read_files(client: &GitHubClient, number: u64) -> Listed<ChangedFile> {
+    let changed = |file: PullRequestFile| ChangedFile {
+        path: file.filename,
+        status: file.status,
+        previous_path: file.previous_filename,
     };
     match client.pull_request_files_listing(number).await {
-        Ok(Listing::Complete(files)) => FilesRead::Complete(changed(files)),
-        Ok(Listing::Incomplete { partial, reason }) => FilesRead::Incomplete {
-            files: changed(partial),
-            reason,
-        },
-        Err(error) => FilesRead::Incomplete {
-            files: Vec::new(),
-            reason: format!(
-                "the changed files could not be read ({})",
-                failure_kind(&error)
-            ),
-        },
+        Ok(files) => files.map(changed),
+        Err(error) => Listed::failed(format!(
+            "the changed files could not be read ({})",
+            failure_kind(&error)
+        )),
     }
 }
 

@@ -15,9 +15,8 @@ use super::StepContext;
 use super::work_files::write_json_file;
 use crate::adapters::ledger_store::LedgerStore;
 use crate::core::prepare_review::{ListedPullRequest, klaud_candidate_of};
-use crate::core::status::{
-    KlaudPullRequest, PullRequestsSeen, StatusFacts, StatusReport, status_report,
-};
+use crate::core::snapshot::Listed;
+use crate::core::status::{KlaudPullRequest, StatusFacts, StatusReport, status_report};
 use crate::shell::cli::StatusArgs;
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
@@ -47,7 +46,7 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
         ))
     })?;
     let pull_requests = match open {
-        Ok(pulls) => PullRequestsSeen::Listed(
+        Ok(pulls) => Listed::complete(
             pulls
                 .into_iter()
                 .filter_map(|pull| {
@@ -75,9 +74,9 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
             reporter.warning(&format!(
                 "status: the open pull requests could not be listed, so they are not shown: {error}"
             ));
-            PullRequestsSeen::Unknown {
-                reason: format!("the open pull requests could not be listed: {error}"),
-            }
+            Listed::failed(format!(
+                "the open pull requests could not be listed: {error}"
+            ))
         }
     };
     let facts = StatusFacts {

@@ -25,10 +25,11 @@ use serde::Serialize;
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::event::parse_workflow_run_event;
-use crate::adapters::github::{GitHubClient, Listing};
+use crate::core::github_state::{RunConclusion, RunStatus};
 use crate::core::policy::Policy;
 use crate::core::wake::{
     EndedRun, NOT_STARTED_STATUSES, PlannerPass, STARTED_STATUS, WakeDecision, decide_dispatch,
@@ -140,7 +141,7 @@ pub async fn run(context: &StepContext, arguments: &WakeArgs) -> Result<(), Step
             head_branch: ended.head_branch.as_deref(),
             head_repository: ended.head_repository.as_deref(),
             actor: ended.actor.as_deref(),
-            conclusion: ended.conclusion.as_deref(),
+            conclusion: ended.conclusion.as_ref().map(RunConclusion::as_str),
             ended_at: ended.ended_at,
         },
         decision: decision.reason.code(),
@@ -197,14 +198,13 @@ async fn planner_passes(
     policy: &Policy,
     reporter: &Reporter,
 ) -> Vec<PlannerPass> {
-    let statuses: Vec<&str> = NOT_STARTED_STATUSES
-        .iter()
-        .copied()
+    let statuses: Vec<RunStatus> = NOT_STARTED_STATUSES
+        .into_iter()
         .chain([STARTED_STATUS])
         .collect();
     let listings = futures::future::join_all(statuses.iter().map(|status| {
         let filter = RunFilter {
-            status: Some((*status).to_string()),
+            status: Some(status.clone()),
             ..RunFilter::workflow(&policy.planner_workflow)
         };
         async move { client.workflow_runs(&filter).await }
@@ -213,12 +213,13 @@ async fn planner_passes(
     let mut passes = Vec::new();
     for (status, listing) in statuses.iter().zip(listings) {
         let runs = match listing {
-            Ok(Listing::Complete(runs)) => runs,
-            Ok(Listing::Incomplete { partial, reason }) => {
-                reporter.warning(&format!(
-                    "wake: the {status} planner runs were not all listed ({reason}); a pass missed here may be dispatched twice"
-                ));
-                partial
+            Ok(listed) => {
+                if let Some(reason) = &listed.gap {
+                    reporter.warning(&format!(
+                        "wake: the {status} planner runs were not all listed ({reason}); a pass missed here may be dispatched twice"
+                    ));
+                }
+                listed.items
             }
             Err(error) => {
                 reporter.warning(&format!(
@@ -229,7 +230,7 @@ async fn planner_passes(
         };
         passes.extend(runs.into_iter().map(|run| PlannerPass {
             id: run.id,
-            status: run.status.unwrap_or_else(|| (*status).to_string()),
+            status: run.status.unwrap_or_else(|| status.clone()),
             event: run.event,
             started_at: run.run_started_at,
         }));
@@ -336,7 +337,8 @@ async fn wait_until_listed(
             ..RunFilter::workflow(&policy.planner_workflow)
         };
         let listed = match client.workflow_runs(&filter).await {
-            Ok(Listing::Complete(runs) | Listing::Incomplete { partial: runs, .. }) => runs,
+            // Any run listed is the one dispatched, whether or not the listing is whole.
+            Ok(listed) => listed.items,
             Err(_) => Vec::new(),
         };
         if let Some(run) = listed.first() {
@@ -357,7 +359,7 @@ fn describe_run(run: &EndedRun) -> String {
         "{} run {} ({}) on branch {} of {}, started by {}",
         shown(crate::core::wake::file_name(&run.workflow_path)),
         run.id,
-        shown(&run.action),
+        shown(run.action.as_str()),
         shown_option(run.head_branch.as_deref()),
         shown_option(run.head_repository.as_deref()),
         shown_option(run.actor.as_deref())

@@ -207,7 +207,7 @@ fn run(id: u64, workflow: &str, branch: &str, actor: &str, active: bool) -> RunF
         actor: Some(actor.into()),
         triggering_actor: Some(actor.into()),
         active,
-        conclusion: (!active).then(|| "success".to_string()),
+        conclusion: (!active).then(|| "success".into()),
         created_at: hours_ago(1),
         updated_at: hours_ago(1),
     }

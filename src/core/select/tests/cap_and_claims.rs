@@ -42,9 +42,7 @@ fn more_live_sessions_than_the_cap_leave_no_room() {
 #[test]
 fn an_incomplete_listing_defers_the_selection_instead_of_reading_as_no_pull_request() {
     let mut world = World::with_candidates(&[("a", "f"), ("b", "g")]);
-    world.github.open_pull_requests = Observed::Incomplete {
-        reason: "open pull requests: GET /pulls: HTTP 502".into(),
-    };
+    world.github.open_pull_requests = Listed::failed("open pull requests: GET /pulls: HTTP 502");
     let plan = world.decide();
     assert_eq!(
         plan.deferred_reason,
@@ -61,9 +59,7 @@ fn an_incomplete_listing_defers_the_selection_instead_of_reading_as_no_pull_requ
     assert!(world.claims(&[]).ledger.is_none());
 
     let mut world = World::with_candidates(&[("a", "f")]);
-    world.github.candidate_branches = Observed::Incomplete {
-        reason: "branches: budget used up".into(),
-    };
+    world.github.candidate_branches = Listed::failed("branches: budget used up");
     assert_eq!(
         world.decide().deferred_reason,
         Some(SelectionDeferral::ListingIncomplete)

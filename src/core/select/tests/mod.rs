@@ -53,8 +53,8 @@ impl World {
             ledger: Ledger::empty(),
             github: GitHubFacts {
                 repository: "acme/bench".into(),
-                open_pull_requests: Observed::Complete(Vec::new()),
-                candidate_branches: Observed::Complete(BTreeSet::new()),
+                open_pull_requests: Listed::complete(Vec::new()),
+                candidate_branches: Listed::complete(Vec::new()),
             },
             candidates: parse_candidates(&serde_json::Value::Array(list).to_string()).unwrap(),
             review: ReviewInput::Absent,
@@ -115,7 +115,7 @@ impl World {
     }
 
     fn open_pull_request(mut self, number: u64, head_branch: &str, head_repository: &str) -> Self {
-        let Observed::Complete(pulls) = &mut self.github.open_pull_requests else {
+        let Some(pulls) = self.github.open_pull_requests.whole_mut() else {
             panic!("the listing is incomplete");
         };
         pulls.push(OpenPullRequest {
@@ -127,10 +127,10 @@ impl World {
     }
 
     fn branch(mut self, name: &str) -> Self {
-        let Observed::Complete(branches) = &mut self.github.candidate_branches else {
+        let Some(branches) = self.github.candidate_branches.whole_mut() else {
             panic!("the listing is incomplete");
         };
-        branches.insert(name.into());
+        branches.push(name.into());
         self
     }
 

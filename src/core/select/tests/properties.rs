@@ -223,9 +223,7 @@ impl Recipe {
             };
         }
         if self.incomplete_listing {
-            world.github.candidate_branches = Observed::Incomplete {
-                reason: "branches: HTTP 502".into(),
-            };
+            world.github.candidate_branches = Listed::failed("branches: HTTP 502");
         }
         world
     }
@@ -276,7 +274,7 @@ fn occupied_or_cooling(
     }) {
         return Some(format!("{family} has an open session {session:?}"));
     }
-    let Observed::Complete(pulls) = &world.github.open_pull_requests else {
+    let Some(pulls) = world.github.open_pull_requests.whole() else {
         return Some("selected although the pull requests were not all listed".into());
     };
     for pull in pulls {
@@ -306,7 +304,7 @@ fn occupied_or_cooling(
             ));
         }
     }
-    let Observed::Complete(branches) = &world.github.candidate_branches else {
+    let Some(branches) = world.github.candidate_branches.whole() else {
         return Some("selected although the branches were not all listed".into());
     };
     if branches.contains(&format!("klaud/auto-{}", selected.id)) {

@@ -3,7 +3,6 @@
 //! capacity gate's answer (config `capacity.command`, run once per pass through the process
 //! adapter).
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::adapters::github::GitHubClient;
@@ -11,7 +10,8 @@ use crate::adapters::process::{ChildCommand, ChildEnvironment, run_child};
 use crate::core::candidate::Candidate;
 use crate::core::policy::Policy;
 use crate::core::select::capacity::{CapacityGate, read_capacity_answer, targets_to_ask};
-use crate::core::select::{GitHubFacts, Observed, OpenPullRequest};
+use crate::core::select::{GitHubFacts, OpenPullRequest};
+use crate::core::snapshot::Listed;
 use crate::shell::config::CapacitySettings;
 use crate::shell::outputs::Reporter;
 
@@ -27,7 +27,7 @@ pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHub
         client.branches_starting_with(&policy.branch_prefix)
     );
     let open_pull_requests = match pulls {
-        Ok(pulls) => Observed::Complete(
+        Ok(pulls) => Listed::complete(
             pulls
                 .into_iter()
                 .map(|pull| OpenPullRequest {
@@ -37,12 +37,12 @@ pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHub
                 })
                 .collect(),
         ),
-        Err(error) => Observed::Incomplete {
-            reason: format!("the open pull requests could not be listed: {error}"),
-        },
+        Err(error) => Listed::failed(format!(
+            "the open pull requests could not be listed: {error}"
+        )),
     };
     let candidate_branches = match branches {
-        Ok(references) => Observed::Complete(
+        Ok(references) => Listed::complete(
             references
                 .into_iter()
                 .map(|reference| {
@@ -52,11 +52,11 @@ pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHub
                         .unwrap_or(&reference.name)
                         .to_string()
                 })
-                .collect::<BTreeSet<String>>(),
+                .collect(),
         ),
-        Err(error) => Observed::Incomplete {
-            reason: format!("the candidate branches could not be listed: {error}"),
-        },
+        Err(error) => Listed::failed(format!(
+            "the candidate branches could not be listed: {error}"
+        )),
     };
     GitHubFacts {
         repository: client.repository().to_string(),
