@@ -10,13 +10,13 @@
 mod fake_github;
 mod support;
 
-use support::{ledger_of, time};
+use support::{standard_scenario, time};
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use fake_github::scenario;
-use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, Timestamp};
+use fake_github::{FakeGitHubHandle, Timestamp};
 use futures::future::join_all;
 use klaud::adapters::github::actions::RunFilter;
 use klaud::adapters::github::budget::RequestCounts;
@@ -27,15 +27,7 @@ const SEED: u64 = 42;
 const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
 
 fn start(latency_ms: u64) -> FakeGitHubHandle {
-    let mut generated = scenario::generate(SEED, NOW);
-    let ledger = ledger_of(&generated.sessions);
-    generated.write_ledger(&ledger.to_json());
-    let server = FakeGitHub::start(generated.state);
-    server.set_faults(FaultConfig {
-        latency_ms,
-        ..FaultConfig::default()
-    });
-    server
+    standard_scenario(SEED, NOW, latency_ms).0
 }
 
 fn client_for(server: &FakeGitHubHandle) -> GitHubClient {

@@ -20,7 +20,7 @@ mod fake_github;
 mod support;
 
 use support::child::{self, ChildCost};
-use support::{ledger_of, time};
+use support::{standard_scenario, time};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use fake_github::scenario;
-use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, PullState, Timestamp};
+use fake_github::{FakeGitHubHandle, PullState, Timestamp};
 use klaud::adapters::github::{GitHubClient, GitHubSettings};
 use klaud::core::policy::Policy;
 use klaud::shell::config::Config;
@@ -204,14 +204,7 @@ fn breakdown(server: &FakeGitHubHandle) -> String {
 /// One standalone first pass of the real binary (`klaud recover`) on a fresh scenario generated
 /// around the real clock; returns its cost, the server for its request counts and its outputs.
 fn standalone_pass(latency_ms: u64) -> (ChildCost, FakeGitHubHandle, String) {
-    let mut generated = scenario::generate(SEED, Timestamp(Utc::now().timestamp()));
-    let ledger = ledger_of(&generated.sessions);
-    generated.write_ledger(&ledger.to_json());
-    let server = FakeGitHub::start(generated.state);
-    server.set_faults(FaultConfig {
-        latency_ms,
-        ..FaultConfig::default()
-    });
+    let (server, _) = standard_scenario(SEED, Timestamp(Utc::now().timestamp()), latency_ms);
     let work = tempfile::tempdir().expect("a temporary directory");
     let config = work.path().join("klaud.yml");
     std::fs::write(&config, format!("bot: {}\n", scenario::BOT)).expect("config written");
@@ -373,13 +366,5 @@ async fn in_process() {
 
 /// A fresh standard scenario on its own fake GitHub with `latency_ms` per request.
 fn scenario_server(latency_ms: u64) -> FakeGitHubHandle {
-    let mut generated = scenario::generate(SEED, NOW);
-    let ledger = ledger_of(&generated.sessions);
-    generated.write_ledger(&ledger.to_json());
-    let server = FakeGitHub::start(generated.state);
-    server.set_faults(FaultConfig {
-        latency_ms,
-        ..FaultConfig::default()
-    });
-    server
+    standard_scenario(SEED, NOW, latency_ms).0
 }

@@ -23,8 +23,8 @@ mod support;
 mod write_support;
 
 use chrono::Utc;
-use fake_github::scenario::{self, BenchScenario};
-use fake_github::{CommitSpec, FakeGitHub, FakeGitHubHandle, RepoState, Timestamp};
+use fake_github::scenario::{self, ScenarioSession};
+use fake_github::{CommitSpec, FakeGitHubHandle, RepoState, Timestamp};
 use in_process_support::step;
 use klaud::core::ledger::SessionState;
 use klaud::core::outcome::BranchOnCleanup;
@@ -38,12 +38,8 @@ const SEED: u64 = 42;
 const NOW: Timestamp = Timestamp(1_796_040_000); // 2026-11-30T12:00:00Z
 const OWN_RUN: u64 = 99_000_000_001;
 
-fn standard_scenario() -> (FakeGitHubHandle, BenchScenario) {
-    let mut generated = scenario::generate(SEED, NOW);
-    let ledger = support::ledger_of(&generated.sessions);
-    generated.write_ledger(&ledger.to_json());
-    let server = FakeGitHub::start(generated.state.clone());
-    (server, generated)
+fn standard_scenario() -> (FakeGitHubHandle, Vec<ScenarioSession>) {
+    support::standard_scenario(SEED, NOW, 0)
 }
 
 fn scenario_policy() -> Policy {
@@ -137,7 +133,7 @@ async fn the_first_pass_on_the_standard_scenario_clears_the_backlog_within_the_t
     // A leftover candidate branch that stays has a reason to: an open pull request, a live or
     // parked session, a pull request a maintainer closed or merged, or a session whose outcome
     // keeps its branch (validated, closed by a maintainer).
-    let ledger = support::ledger_of(&generated.sessions);
+    let ledger = support::ledger_of(&generated);
     let bot_branches_left: Vec<String> = refs_under(&after, scenario::BRANCH_PREFIX)
         .into_iter()
         .filter(|name| {

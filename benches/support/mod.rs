@@ -11,8 +11,26 @@ use chrono::{DateTime, TimeZone, Utc};
 use klaud::core::ledger::{Claim, Ledger, Session, SessionState};
 use klaud::core::outcome::Outcome;
 
-use super::fake_github::Timestamp;
-use super::fake_github::scenario::{ScenarioSession, SessionState as ScenarioState};
+use super::fake_github::scenario::{self, ScenarioSession, SessionState as ScenarioState};
+use super::fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, Timestamp};
+
+/// The standard scenario generated from `seed` around `now`, its sessions written as klaud's
+/// ledger, on a fresh fake GitHub answering with `latency_ms` of latency; and the sessions.
+pub fn standard_scenario(
+    seed: u64,
+    now: Timestamp,
+    latency_ms: u64,
+) -> (FakeGitHubHandle, Vec<ScenarioSession>) {
+    let mut generated = scenario::generate(seed, now);
+    let ledger = ledger_of(&generated.sessions);
+    generated.write_ledger(&ledger.to_json());
+    let server = FakeGitHub::start(generated.state);
+    server.set_faults(FaultConfig {
+        latency_ms,
+        ..FaultConfig::default()
+    });
+    (server, generated.sessions)
+}
 
 /// The fake's timestamp as a time.
 pub fn time(timestamp: Timestamp) -> DateTime<Utc> {

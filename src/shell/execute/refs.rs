@@ -208,16 +208,8 @@ impl RefDeleter {
         message: &str,
         results: &mut [Option<ActionResult>],
     ) -> Vec<usize> {
-        let names: Vec<&str> = batch
-            .iter()
-            .map(|index| refs[*index].name.as_str())
-            .collect();
-        let current = match current_shas(executor, &names).await {
-            Ok(current) => current,
-            Err(failed) => {
-                fill(results, batch.iter().copied(), &|| failed.clone());
-                return Vec::new();
-            }
+        let Some(current) = listed_again(executor, refs, batch, results).await else {
+            return Vec::new();
         };
         let mut still = Vec::new();
         for index in batch {
@@ -253,16 +245,8 @@ impl RefDeleter {
             if executor.halted() || allowance.exhausted() {
                 return;
             }
-            let names: Vec<&str> = batch
-                .iter()
-                .map(|index| refs[*index].name.as_str())
-                .collect();
-            let current = match current_shas(executor, &names).await {
-                Ok(current) => current,
-                Err(failed) => {
-                    fill(results, batch.iter().copied(), &|| failed.clone());
-                    continue;
-                }
+            let Some(current) = listed_again(executor, refs, batch, results).await else {
+                continue;
             };
             let deletions = batch.iter().map(|index| {
                 let reference = &refs[*index];
@@ -312,6 +296,27 @@ fn moved(name: &str, sha: &str) -> ActionResult {
         "{name} moved to {}: kept",
         sha.get(..7).unwrap_or(sha)
     ))
+}
+
+/// Where the refs of `batch` point now, listed again; `None` (each ref's result the failure)
+/// when the listing failed.
+async fn listed_again(
+    executor: &Executor<'_>,
+    refs: &[RefToDelete],
+    batch: &[usize],
+    results: &mut [Option<ActionResult>],
+) -> Option<BTreeMap<String, String>> {
+    let names: Vec<&str> = batch
+        .iter()
+        .map(|index| refs[*index].name.as_str())
+        .collect();
+    match current_shas(executor, &names).await {
+        Ok(current) => Some(current),
+        Err(failed) => {
+            fill(results, batch.iter().copied(), &|| failed.clone());
+            None
+        }
+    }
 }
 
 /// Where each of `names` points now (a name missing from the map is gone), from one listing of
