@@ -24,13 +24,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::{Serialize, Serializer};
 
 use super::candidate::Candidate;
 use super::ledger::{Ledger, SessionState};
 use super::policy::Policy;
 use super::text::bounded;
-use baselines::BaselineVerdicts;
+use baselines::{BaselineCode, BaselineVerdicts};
 use capacity::CapacityGate;
 use obstacles::{Occupancy, baseline_obstacle, cooldown_obstacle};
 use review::ReviewInput;
@@ -100,9 +100,10 @@ pub struct SelectionInputs<'a> {
     pub capacity: &'a CapacityGate,
 }
 
-/// What happened to one candidate. The serialized name is the public code (contract §3a).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What happened to one candidate: `selected`, or the public code of the reason it was not
+/// (contract §3a). [`Decision::code`] is the one spelling of each: `selection.json`,
+/// `candidate.json`, the log, the summary and README's table all use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Decision {
     Selected,
     /// The whole selection was deferred: the review is invalid.
@@ -160,9 +161,15 @@ impl fmt::Display for Decision {
     }
 }
 
-/// Why the whole selection was deferred (`deferred-reason` of `selection.json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+impl Serialize for Decision {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
+/// Why the whole selection was deferred (`deferred-reason` of `selection.json`): one of the
+/// decisions, spelled as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelectionDeferral {
     InvalidReviewOutput,
     ListingIncomplete,
@@ -184,17 +191,70 @@ impl SelectionDeferral {
     }
 }
 
+impl fmt::Display for SelectionDeferral {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.code())
+    }
+}
+
+impl Serialize for SelectionDeferral {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
+/// The code of a [`Reason`]: the decision it explains, or for `baseline-deferred` the
+/// verification's code. Serialized as its code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReasonCode {
+    Decision(Decision),
+    Baseline(BaselineCode),
+}
+
+impl ReasonCode {
+    pub fn code(&self) -> &str {
+        match self {
+            ReasonCode::Decision(decision) => decision.code(),
+            ReasonCode::Baseline(baseline) => baseline.code(),
+        }
+    }
+}
+
+impl From<Decision> for ReasonCode {
+    fn from(decision: Decision) -> Self {
+        ReasonCode::Decision(decision)
+    }
+}
+
+impl From<BaselineCode> for ReasonCode {
+    fn from(baseline: BaselineCode) -> Self {
+        ReasonCode::Baseline(baseline)
+    }
+}
+
+impl fmt::Display for ReasonCode {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.code())
+    }
+}
+
+impl Serialize for ReasonCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
 /// A stable code and a sanitized message of at most a few hundred characters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
-    pub code: String,
+    pub code: ReasonCode,
     pub message: String,
 }
 
 impl Reason {
-    pub fn new(code: &str, message: impl AsRef<str>) -> Self {
+    pub fn new(code: impl Into<ReasonCode>, message: impl AsRef<str>) -> Self {
         Reason {
-            code: code.to_string(),
+            code: code.into(),
             message: bounded(message.as_ref(), 300),
         }
     }
@@ -264,7 +324,7 @@ pub fn select(
                 blocked(
                     candidate,
                     deferral.decision(),
-                    Reason::new(deferral.code(), &message),
+                    Reason::new(deferral.decision(), &message),
                     None,
                 )
             })
@@ -304,7 +364,7 @@ pub fn select(
                 candidate,
                 Decision::OverCap,
                 Reason::new(
-                    Decision::OverCap.code(),
+                    Decision::OverCap,
                     format!(
                         "the cap of {} concurrent sessions is reached ({} live before this pass, {} started by it)",
                         cap.max_candidates, cap.live_sessions, new_sessions
@@ -360,7 +420,7 @@ pub fn plan_claims(
             // candidate is not started rather than started without its claim.
             decision.decision = Decision::ClaimLost;
             decision.reason = Some(Reason::new(
-                Decision::ClaimLost.code(),
+                Decision::ClaimLost,
                 format!("the ledger refused the claim: {refusal:?}"),
             ));
         }
@@ -407,7 +467,7 @@ impl SelectionPlan {
             decision.decision = Decision::ClaimLost;
             decision.until = None;
             decision.reason = Some(Reason::new(
-                Decision::ClaimLost.code(),
+                Decision::ClaimLost,
                 format!(
                     "chosen on an earlier reading of the ledger, taken by a concurrent pass before this one could claim it{why}"
                 ),
