@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::{ActionResult, Allowance, BUDGET_REACHED, Executor, STOPPED};
+use super::{ActionResult, Allowance, BUDGET_REACHED, Effect, Executor, STOPPED};
 use crate::adapters::github::git::BranchDeletion;
 use crate::adapters::github::graphql::{ConditionalDeletion, REFS_PER_UPDATE, RefUpdates};
 use crate::core::plan::Action;
@@ -169,7 +169,7 @@ impl RefDeleter {
             {
                 Ok(RefUpdates::Applied) => {
                     fill(results, batch.iter().copied(), &|| {
-                        ActionResult::Done("deleted".into())
+                        ActionResult::Done(Effect::Deleted)
                     });
                 }
                 Ok(RefUpdates::Unavailable { message }) => {
@@ -221,7 +221,7 @@ impl RefDeleter {
         for index in batch {
             let reference = &refs[*index];
             match current.get(&reference.name) {
-                None => results[*index] = Some(ActionResult::Done("already gone".into())),
+                None => results[*index] = Some(ActionResult::Done(Effect::AlreadyGone)),
                 Some(sha) if *sha != reference.sha => {
                     results[*index] = Some(moved(&reference.name, sha));
                 }
@@ -265,15 +265,15 @@ impl RefDeleter {
             for index in batch {
                 let reference = &refs[*index];
                 let result = match current.get(&reference.name) {
-                    None => ActionResult::Done("already gone".into()),
+                    None => ActionResult::Done(Effect::AlreadyGone),
                     Some(sha) if *sha != reference.sha => moved(&reference.name, sha),
                     Some(_) if executor.halted() => ActionResult::NotAttempted(STOPPED.into()),
                     Some(_) if !allowance.take(1) => {
                         ActionResult::NotAttempted(BUDGET_REACHED.into())
                     }
                     Some(_) => match executor.bot().delete_branch(&reference.name).await {
-                        Ok(BranchDeletion::Missing) => ActionResult::Done("already gone".into()),
-                        Ok(_) => ActionResult::Done("deleted".into()),
+                        Ok(BranchDeletion::Missing) => ActionResult::Done(Effect::AlreadyGone),
+                        Ok(_) => ActionResult::Done(Effect::Deleted),
                         Err(error) => executor.failure(&error),
                     },
                 };
