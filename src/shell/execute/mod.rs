@@ -453,7 +453,8 @@ impl Executor<'_> {
         }
     }
 
-    /// Applies one action that is not a ref deletion: the one `match` on [`Action`].
+    /// Applies one action that is not a ref deletion, unless the pass stopped, the fresh read
+    /// it works from is missing or its allowance is used.
     async fn apply_action(
         &self,
         action: &Action,
@@ -469,7 +470,19 @@ impl Executor<'_> {
         if !allowance.take(action.writes()) {
             return ActionResult::NotAttempted(BUDGET_REACHED.into());
         }
-        let result: Result<Effect, GitHubError> = match action {
+        match self.send(action, fresh).await {
+            Ok(effect) => ActionResult::Done(effect),
+            Err(error) => self.failure(&error),
+        }
+    }
+
+    /// Sends one action that is not a ref deletion: the one `match` on [`Action`].
+    async fn send(
+        &self,
+        action: &Action,
+        fresh: Option<&mut FreshPullRequest>,
+    ) -> Result<Effect, GitHubError> {
+        match action {
             Action::CancelRun { run_id, .. } => {
                 self.bot()
                     .cancel_run(*run_id)
@@ -494,21 +507,12 @@ impl Executor<'_> {
                     )
                     .await
                 }
-                None => unreachable!("checked above"),
+                None => unreachable!("checked by apply_action"),
             },
             Action::RemoveLabel {
                 pull_request,
                 label,
-            } => match fresh {
-                Some(fresh) if !fresh.labels.contains(label) => Ok(Effect::LabelNotThere),
-                fresh => {
-                    let removed = self.bot().remove_label(*pull_request, label).await;
-                    if let (Ok(()), Some(fresh)) = (&removed, fresh) {
-                        fresh.labels.retain(|present| present != label);
-                    }
-                    removed.map(|()| Effect::LabelRemoved)
-                }
-            },
+            } => self.remove_label(*pull_request, label, fresh).await,
             Action::MarkReady { node_id, .. } => {
                 let node_id = fresh.map_or(node_id.clone(), |fresh| fresh.node_id.clone());
                 self.bot()
@@ -524,14 +528,7 @@ impl Executor<'_> {
                     .map(|()| Effect::ConvertedToDraft)
             }
             Action::ClosePullRequest { pull_request } => {
-                let closed = self.bot().close_pull_request(*pull_request).await;
-                if closed.is_ok() && self.bot().records_writes() {
-                    self.closed_by_this_dry_run
-                        .lock()
-                        .expect("dry run lock")
-                        .insert(*pull_request);
-                }
-                closed.map(|()| Effect::Closed)
+                self.close_pull_request(*pull_request).await
             }
             Action::PostReceipt {
                 pull_request,
@@ -558,11 +555,40 @@ impl Executor<'_> {
             Action::DeleteBranch { .. } | Action::DeleteLockRef { .. } => {
                 unreachable!("ref deletions are sent in batches by refs::RefDeleter")
             }
-        };
-        match result {
-            Ok(effect) => ActionResult::Done(effect),
-            Err(error) => self.failure(&error),
         }
+    }
+
+    /// Removes a label the fresh read shows (or, without one, whatever GitHub holds).
+    async fn remove_label(
+        &self,
+        number: u64,
+        label: &str,
+        fresh: Option<&mut FreshPullRequest>,
+    ) -> Result<Effect, GitHubError> {
+        match fresh {
+            Some(fresh) if !fresh.labels.iter().any(|present| present == label) => {
+                Ok(Effect::LabelNotThere)
+            }
+            fresh => {
+                let removed = self.bot().remove_label(number, label).await;
+                if let (Ok(()), Some(fresh)) = (&removed, fresh) {
+                    fresh.labels.retain(|present| present != label);
+                }
+                removed.map(|()| Effect::LabelRemoved)
+            }
+        }
+    }
+
+    /// Closes a pull request; a dry run remembers it closed it (GitHub still shows it open).
+    async fn close_pull_request(&self, number: u64) -> Result<Effect, GitHubError> {
+        let closed = self.bot().close_pull_request(number).await;
+        if closed.is_ok() && self.bot().records_writes() {
+            self.closed_by_this_dry_run
+                .lock()
+                .expect("dry run lock")
+                .insert(number);
+        }
+        closed.map(|()| Effect::Closed)
     }
 
     /// Posts the receipt, or updates the bot's existing one in place when its text changed.
