@@ -120,163 +120,205 @@ impl FinishPlan {
     }
 }
 
-/// Decides `finish` for `session` (the candidate's newest session) and the facts read.
+/// Decides `finish` for `session` (the candidate's newest session) and the facts read: where
+/// the pull request stands (the §5 guards), then what the reported outcome asks of it.
 pub fn decide(
     request: &FinishRequest,
     session: &Session,
     facts: &FinishFacts,
     policy: &Policy,
 ) -> FinishPlan {
-    let mut plan = FinishPlan {
-        candidate: request.candidate.clone(),
-        outcome: request.outcome,
-        cleanup: Cleanup::Done,
-        reason: String::new(),
-        pull_request: facts.pull.as_ref().map(|pull| pull.number),
-        receipt: false,
-        check: facts.pull.as_ref().map(|pull| PullRequestCheck {
-            number: pull.number,
-            head_sha: Some(pull.head_sha.clone()),
-            author: policy.bot.clone(),
-            draft: Some(pull.draft),
-            handoff_label: policy.handoff_label.clone(),
-            open: pull.open,
-        }),
-        cancel: Vec::new(),
-        actions: Vec::new(),
-    };
+    let plan = FinishPlan::examined(request, facts, policy);
     let Some(pull) = &facts.pull else {
-        plan.reason = "no pull request: nothing to clean up on GitHub".into();
-        plan.cleanup = if request.park {
-            Cleanup::Parked
-        } else {
-            Cleanup::Done
-        };
-        return plan;
+        return without_pull_request(plan, request);
     };
+    match standing(pull, session, facts, policy) {
+        Ok(Standing::HandedOff) => handed_off(plan, pull, policy),
+        Ok(Standing::Merged) => merged(plan, pull),
+        Ok(Standing::Closed { foreign }) => closed(plan, request, pull, facts, policy, foreign),
+        Ok(Standing::Open { runs }) => open(plan, request, session, pull, runs, facts, policy),
+        Err(LeaveAlone(finding)) => left_alone(plan, finding),
+    }
+}
+
+impl FinishPlan {
+    /// The plan before anything is decided: the reported outcome, the pull request as examined,
+    /// nothing to send.
+    fn examined(request: &FinishRequest, facts: &FinishFacts, policy: &Policy) -> Self {
+        FinishPlan {
+            candidate: request.candidate.clone(),
+            outcome: request.outcome,
+            cleanup: Cleanup::Done,
+            reason: String::new(),
+            pull_request: facts.pull.as_ref().map(|pull| pull.number),
+            receipt: false,
+            check: facts.pull.as_ref().map(|pull| PullRequestCheck {
+                number: pull.number,
+                head_sha: Some(pull.head_sha.clone()),
+                author: policy.bot.clone(),
+                draft: Some(pull.draft),
+                handoff_label: policy.handoff_label.clone(),
+                open: pull.open,
+            }),
+            cancel: Vec::new(),
+            actions: Vec::new(),
+        }
+    }
+}
+
+/// Where the pull request stands before anything is planned for it.
+enum Standing<'a> {
+    /// It carries the handoff label: the maintainers' now.
+    HandedOff,
+    Merged,
+    /// Closed unmerged; `foreign` says why its commits are not the bot's alone, if they are not.
+    Closed {
+        foreign: Option<String>,
+    },
+    /// Open, the bot's alone, no maintainer's sweep since the session began; the runs on its
+    /// branch.
+    Open {
+        runs: &'a [RunFact],
+    },
+}
+
+/// Why the pull request is left as it is: a §5 guard holds, or a fact it needs was not read.
+struct LeaveAlone(String);
+
+/// The §5 guards in their order: the handoff label, the bot's pull request of this repository,
+/// merged, its commits, closed, its runs and a maintainer's sweep.
+fn standing<'a>(
+    pull: &PullRequestFact,
+    session: &Session,
+    facts: &'a FinishFacts,
+    policy: &Policy,
+) -> Result<Standing<'a>, LeaveAlone> {
     if pull.labels.contains(&policy.handoff_label) {
-        plan.outcome = Outcome::Handoff;
-        plan.cleanup = Cleanup::Untouched;
-        plan.reason = format!(
-            "#{} carries {}: nothing touched",
-            pull.number, policy.handoff_label
-        );
-        return plan;
+        return Ok(Standing::HandedOff);
     }
     if pull.author.as_deref() != Some(policy.bot.as_str()) || !pull.from_this_repository {
-        return left_alone(
-            plan,
-            format!(
-                "#{} is not the bot's pull request of this repository",
-                pull.number
-            ),
-        );
+        return Err(LeaveAlone(format!(
+            "#{} is not the bot's pull request of this repository",
+            pull.number
+        )));
     }
     if pull.merged {
-        plan.cleanup = Cleanup::Untouched;
-        plan.reason = format!("#{} is merged: nothing touched", pull.number);
-        return plan;
+        return Ok(Standing::Merged);
     }
-    let commits = match &facts.commits {
-        Some(Ok(commits)) => commits,
-        Some(Err(error)) => {
-            return left_alone(
-                plan,
-                format!(
-                    "the commits of #{} could not be read ({error})",
-                    pull.number
-                ),
-            );
-        }
-        None => {
-            return left_alone(
-                plan,
-                format!("the commits of #{} were not read", pull.number),
-            );
-        }
-    };
+    let commits = read_commits(pull, facts)?;
     let foreign = foreign_commit(commits, pull, &policy.bot);
     if !pull.open {
-        return closed(plan, request, pull, facts, policy, foreign);
+        return Ok(Standing::Closed { foreign });
     }
     if let Some(finding) = foreign {
-        return left_alone(plan, finding);
+        return Err(LeaveAlone(finding));
     }
-    let runs = match &facts.branch_runs {
-        Some(Ok(runs)) => runs,
-        Some(Err(error)) => {
-            return left_alone(
-                plan,
-                format!(
-                    "the runs of {} could not be listed ({error})",
-                    pull.head_branch
-                ),
-            );
-        }
-        None => {
-            return left_alone(
-                plan,
-                format!("the runs of {} were not listed", pull.head_branch),
-            );
-        }
-    };
-    if let Some(run) = runs.iter().find(|run| {
+    let runs = read_branch_runs(pull, facts)?;
+    if let Some(finding) = maintainers_sweep(runs, pull, session, policy) {
+        return Err(LeaveAlone(finding));
+    }
+    Ok(Standing::Open { runs })
+}
+
+fn read_commits<'a>(
+    pull: &PullRequestFact,
+    facts: &'a FinishFacts,
+) -> Result<&'a CommitsFact, LeaveAlone> {
+    match &facts.commits {
+        Some(Ok(commits)) => Ok(commits),
+        Some(Err(error)) => Err(LeaveAlone(format!(
+            "the commits of #{} could not be read ({error})",
+            pull.number
+        ))),
+        None => Err(LeaveAlone(format!(
+            "the commits of #{} were not read",
+            pull.number
+        ))),
+    }
+}
+
+fn read_branch_runs<'a>(
+    pull: &PullRequestFact,
+    facts: &'a FinishFacts,
+) -> Result<&'a [RunFact], LeaveAlone> {
+    match &facts.branch_runs {
+        Some(Ok(runs)) => Ok(runs),
+        Some(Err(error)) => Err(LeaveAlone(format!(
+            "the runs of {} could not be listed ({error})",
+            pull.head_branch
+        ))),
+        None => Err(LeaveAlone(format!(
+            "the runs of {} were not listed",
+            pull.head_branch
+        ))),
+    }
+}
+
+/// A sweep a maintainer started on the branch after the session began, if there is one.
+fn maintainers_sweep(
+    runs: &[RunFact],
+    pull: &PullRequestFact,
+    session: &Session,
+    policy: &Policy,
+) -> Option<String> {
+    let run = runs.iter().find(|run| {
         run.workflow == policy.sweep_workflow
             && run.created_at > session.started_at
             && started_by_someone_else(run, &policy.bot).is_some()
-    }) {
-        return left_alone(
-            plan,
-            format!(
-                "sweep run {} on {} was started by a maintainer after the session began",
-                run.id, pull.head_branch
-            ),
-        );
-    }
+    })?;
+    Some(format!(
+        "sweep run {} on {} was started by a maintainer after the session began",
+        run.id, pull.head_branch
+    ))
+}
+
+/// No pull request: nothing to clean up on GitHub, the session finished or parked.
+fn without_pull_request(mut plan: FinishPlan, request: &FinishRequest) -> FinishPlan {
+    plan.reason = "no pull request: nothing to clean up on GitHub".into();
+    plan.cleanup = if request.park {
+        Cleanup::Parked
+    } else {
+        Cleanup::Done
+    };
+    plan
+}
+
+fn handed_off(mut plan: FinishPlan, pull: &PullRequestFact, policy: &Policy) -> FinishPlan {
+    plan.outcome = Outcome::Handoff;
+    plan.cleanup = Cleanup::Untouched;
+    plan.reason = format!(
+        "#{} carries {}: nothing touched",
+        pull.number, policy.handoff_label
+    );
+    plan
+}
+
+fn merged(mut plan: FinishPlan, pull: &PullRequestFact) -> FinishPlan {
+    plan.cleanup = Cleanup::Untouched;
+    plan.reason = format!("#{} is merged: nothing touched", pull.number);
+    plan
+}
+
+/// An open pull request of the bot's alone: parked, made ready after a validated sweep, or
+/// cleaned up per its outcome.
+fn open(
+    plan: FinishPlan,
+    request: &FinishRequest,
+    session: &Session,
+    pull: &PullRequestFact,
+    runs: &[RunFact],
+    facts: &FinishFacts,
+    policy: &Policy,
+) -> FinishPlan {
     // Only a recorded validated outcome counts: klaud marked the pull request ready itself. A
     // validated finish left alone (no finished sweep on the head) is merely pending, so a ready
     // pull request then was made ready by someone else and is never redrafted or closed.
     let validated_record = session.outcome == Some(Outcome::Validated);
     if request.park {
-        if !pull.draft {
-            return left_alone(
-                plan,
-                format!(
-                    "#{} is ready for review: a parked session keeps a draft",
-                    pull.number
-                ),
-            );
-        }
-        plan.cleanup = Cleanup::Parked;
-        plan.receipt = true;
-        plan.reason = format!("#{} stays a draft, parked", pull.number);
-        plan.actions
-            .extend(status_label_action(policy, pull, Some(StatusLabel::Parked)));
-        return plan;
+        return parked(plan, pull, policy);
     }
     if request.outcome == Outcome::Validated {
-        let sweep = final_sweep(runs, pull, &policy.sweep_workflow);
-        if let Some(problem) = sweep {
-            return left_alone(plan, problem);
-        }
-        plan.receipt = true;
-        plan.reason = format!(
-            "the final sweep on {} succeeded: #{} ready for review, branch kept",
-            short(&pull.head_sha),
-            pull.number
-        );
-        plan.actions.extend(status_label_action(
-            policy,
-            pull,
-            Some(StatusLabel::Finished),
-        ));
-        if pull.draft {
-            plan.actions.push(Action::MarkReady {
-                pull_request: pull.number,
-                node_id: pull.node_id.clone(),
-            });
-        }
-        return plan;
+        return validated(plan, pull, runs, policy);
     }
     if !pull.draft && !validated_record {
         return left_alone(
@@ -287,6 +329,69 @@ pub fn decide(
             ),
         );
     }
+    cleaned_up(plan, request, pull, runs, facts, policy)
+}
+
+/// A parked session keeps its draft, with the parked status label.
+fn parked(mut plan: FinishPlan, pull: &PullRequestFact, policy: &Policy) -> FinishPlan {
+    if !pull.draft {
+        return left_alone(
+            plan,
+            format!(
+                "#{} is ready for review: a parked session keeps a draft",
+                pull.number
+            ),
+        );
+    }
+    plan.cleanup = Cleanup::Parked;
+    plan.receipt = true;
+    plan.reason = format!("#{} stays a draft, parked", pull.number);
+    plan.actions
+        .extend(status_label_action(policy, pull, Some(StatusLabel::Parked)));
+    plan
+}
+
+/// A validated outcome: ready for review once the final sweep on the exact head succeeded; the
+/// branch stays.
+fn validated(
+    mut plan: FinishPlan,
+    pull: &PullRequestFact,
+    runs: &[RunFact],
+    policy: &Policy,
+) -> FinishPlan {
+    if let Some(problem) = final_sweep(runs, pull, &policy.sweep_workflow) {
+        return left_alone(plan, problem);
+    }
+    plan.receipt = true;
+    plan.reason = format!(
+        "the final sweep on {} succeeded: #{} ready for review, branch kept",
+        short(&pull.head_sha),
+        pull.number
+    );
+    plan.actions.extend(status_label_action(
+        policy,
+        pull,
+        Some(StatusLabel::Finished),
+    ));
+    if pull.draft {
+        plan.actions.push(Action::MarkReady {
+            pull_request: pull.number,
+            node_id: pull.node_id.clone(),
+        });
+    }
+    plan
+}
+
+/// Any other outcome: the session's runs cancelled, its status label, a draft again, closed,
+/// and the branch deleted when the outcome says so.
+fn cleaned_up(
+    mut plan: FinishPlan,
+    request: &FinishRequest,
+    pull: &PullRequestFact,
+    runs: &[RunFact],
+    facts: &FinishFacts,
+    policy: &Policy,
+) -> FinishPlan {
     plan.receipt = true;
     plan.cancel = cancellable(runs, facts, policy);
     plan.actions.extend(status_label_action(

@@ -18,14 +18,22 @@ static VERSION_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("version pattern compiles")
 });
 
+/// Why `cli-version` is not a pinned version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    #[error("a version is required (an exact version such as 2.1.282)")]
+    Missing,
+    #[error("'{0}' is not an exact version (expected e.g. 2.1.282)")]
+    NotExact(String),
+}
+
 /// Reads a pinned version: an exact semantic version, never a range or a dist-tag.
-pub fn parse_pinned_version(text: &str) -> Result<Version, String> {
+pub fn parse_pinned_version(text: &str) -> Result<Version, VersionError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("a version is required (an exact version such as 2.1.282)".to_string());
+        return Err(VersionError::Missing);
     }
-    Version::parse(trimmed)
-        .map_err(|_| format!("'{trimmed}' is not an exact version (expected e.g. 2.1.282)"))
+    Version::parse(trimmed).map_err(|_| VersionError::NotExact(trimmed.to_string()))
 }
 
 /// The version a CLI printed on stdout for `--version`, if it printed one.
@@ -119,29 +127,40 @@ static PACKAGE_NAME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("package name pattern compiles")
 });
 
+/// Why `cli-package` is not an npm package name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PackageNameError {
+    #[error("must not be empty")]
+    Empty,
+    #[error(
+        "'{}' is not an npm package name (expected e.g. @anthropic-ai/claude-code)",
+        bounded(.0, 100)
+    )]
+    NotAName(String),
+}
+
 /// Reads `cli-package`: an npm package name such as `@anthropic-ai/claude-code`.
-pub fn parse_package_name(text: &str) -> Result<&str, String> {
+pub fn parse_package_name(text: &str) -> Result<&str, PackageNameError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("must not be empty".to_string());
+        return Err(PackageNameError::Empty);
     }
     if trimmed.len() > 214 || trimmed.starts_with('-') || !PACKAGE_NAME.is_match(trimmed) {
-        return Err(format!(
-            "'{}' is not an npm package name (expected e.g. @anthropic-ai/claude-code)",
-            bounded(trimmed, 100)
-        ));
+        return Err(PackageNameError::NotAName(trimmed.to_string()));
     }
     Ok(trimmed)
 }
 
+/// `cli-attempts` is not a whole number of at least 1; holds the text as given, trimmed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a valid number of attempts (a whole number of at least 1)")]
+pub struct AttemptsError(pub String);
+
 /// Reads `cli-attempts`: a whole number of at least 1.
-pub fn parse_attempts(text: &str) -> Result<u32, String> {
+pub fn parse_attempts(text: &str) -> Result<u32, AttemptsError> {
     match text.trim().parse::<u32>() {
         Ok(attempts) if attempts >= 1 => Ok(attempts),
-        _ => Err(format!(
-            "'{}' is not a valid number of attempts (a whole number of at least 1)",
-            text.trim()
-        )),
+        _ => Err(AttemptsError(text.trim().to_string())),
     }
 }
 
@@ -217,7 +236,12 @@ mod tests {
         assert!(parse_pinned_version("latest").is_err());
         assert!(parse_pinned_version("^2.1.0").is_err());
         assert!(parse_pinned_version("2.1").is_err());
-        assert!(parse_pinned_version("").unwrap_err().contains("required"));
+        assert!(
+            parse_pinned_version("")
+                .unwrap_err()
+                .to_string()
+                .contains("required")
+        );
     }
 
     #[test]

@@ -130,11 +130,6 @@ pub fn judge_ended_run(
     repository: &str,
     policy: &Policy,
 ) -> Result<Ownership, WakeDecision> {
-    let skip = |reason: WakeReason, message: String| WakeDecision {
-        reason,
-        message,
-        covering_pass: None,
-    };
     if run.action != WorkflowRunAction::Completed {
         return Err(skip(
             WakeReason::NotEnded,
@@ -145,6 +140,22 @@ pub fn judge_ended_run(
             ),
         ));
     }
+    of_smoke_or_sweep(run, policy)?;
+    of_this_repository(run, repository)?;
+    owner(run, policy)
+}
+
+/// Nothing dispatched, for `reason`.
+fn skip(reason: WakeReason, message: String) -> WakeDecision {
+    WakeDecision {
+        reason,
+        message,
+        covering_pass: None,
+    }
+}
+
+/// The run is of the smoke or the sweep workflow.
+fn of_smoke_or_sweep(run: &EndedRun, policy: &Policy) -> Result<(), WakeDecision> {
     let workflow = file_name(&run.workflow_path);
     if workflow != file_name(&policy.smoke_workflow)
         && workflow != file_name(&policy.sweep_workflow)
@@ -160,6 +171,12 @@ pub fn judge_ended_run(
             ),
         ));
     }
+    Ok(())
+}
+
+/// The run belongs to this repository, and so does its head (a fork's branch may carry any
+/// name).
+fn of_this_repository(run: &EndedRun, repository: &str) -> Result<(), WakeDecision> {
     if !same_repository(run.repository.as_deref(), repository) {
         return Err(skip(
             WakeReason::OtherRepository,
@@ -182,6 +199,12 @@ pub fn judge_ended_run(
             ),
         ));
     }
+    Ok(())
+}
+
+/// Why the run is klaud's: the bot started it (actor or triggering actor), or it ran on a
+/// candidate branch.
+fn owner(run: &EndedRun, policy: &Policy) -> Result<Ownership, WakeDecision> {
     let by_bot = [&run.actor, &run.triggering_actor]
         .into_iter()
         .flatten()

@@ -8,12 +8,48 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::Reason;
+use crate::core::baseline::DeferralCode;
 
 /// What verification said about one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaselineVerdict {
     Verified,
     Deferred(Reason),
+}
+
+/// The code of a `baseline-deferred` reason: the verification's, as `baselines.json` records it,
+/// or select's own when the file says nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaselineCode {
+    /// A code `verify-baselines` writes.
+    Deferred(DeferralCode),
+    /// A code this version does not know (another version wrote the file), kept as written.
+    Unknown(String),
+    /// The candidate is deferred without a reason: `unverified`.
+    Unverified,
+    /// `baselines.json` has no record of the candidate: `not-verified`.
+    NotVerified,
+}
+
+impl BaselineCode {
+    pub fn code(&self) -> &str {
+        match self {
+            BaselineCode::Deferred(code) => code.as_str(),
+            BaselineCode::Unknown(code) => code,
+            BaselineCode::Unverified => "unverified",
+            BaselineCode::NotVerified => "not-verified",
+        }
+    }
+
+    /// The code as `baselines.json` spells it; every spelling reads back as what wrote it.
+    pub fn read(code: String) -> Self {
+        let known = DeferralCode::ALL
+            .into_iter()
+            .map(BaselineCode::Deferred)
+            .chain([BaselineCode::Unverified, BaselineCode::NotVerified])
+            .find(|known| known.code() == code);
+        known.unwrap_or(BaselineCode::Unknown(code))
+    }
 }
 
 /// `baselines.json` as verdicts per candidate id.
@@ -47,7 +83,13 @@ struct Record {
     id: String,
     status: Status,
     #[serde(default)]
-    reason: Option<Reason>,
+    reason: Option<RecordedReason>,
+}
+
+#[derive(Deserialize)]
+struct RecordedReason {
+    code: String,
+    message: String,
 }
 
 impl BaselineVerdicts {
@@ -79,9 +121,12 @@ pub fn parse_baselines(text: &str) -> Result<BaselineVerdicts, BaselinesError> {
         })?;
         let verdict = match (record.status, record.reason) {
             (Status::Verified, _) => BaselineVerdict::Verified,
-            (Status::Deferred, Some(reason)) => BaselineVerdict::Deferred(reason),
+            (Status::Deferred, Some(reason)) => BaselineVerdict::Deferred(Reason::new(
+                BaselineCode::read(reason.code),
+                reason.message,
+            )),
             (Status::Deferred, None) => BaselineVerdict::Deferred(Reason::new(
-                "unverified",
+                BaselineCode::Unverified,
                 "verify-baselines deferred this candidate without a reason",
             )),
         };
@@ -114,7 +159,7 @@ mod tests {
         assert_eq!(
             verdicts.verdict("b"),
             Some(&BaselineVerdict::Deferred(Reason::new(
-                "unmatched-baseline",
+                BaselineCode::Deferred(DeferralCode::UnmatchedBaseline),
                 "no point matched"
             )))
         );

@@ -15,16 +15,16 @@
 
 pub mod baselines;
 pub mod capacity;
+mod codes;
 mod obstacles;
 pub mod review;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::candidate::Candidate;
 use super::ledger::{Ledger, SessionState};
@@ -33,7 +33,8 @@ use super::snapshot::Listed;
 use super::text::bounded;
 use baselines::BaselineVerdicts;
 use capacity::CapacityGate;
-use obstacles::{Occupancy, baseline_obstacle, cooldown_obstacle};
+pub use codes::{Decision, Reason, ReasonCode, SelectionDeferral};
+use obstacles::{Obstacle, Occupancy, baseline_obstacle, cooldown_obstacle};
 use review::ReviewInput;
 
 /// An open pull request as listed, before deciding whether it is klaud's.
@@ -81,106 +82,6 @@ pub struct SelectionInputs<'a> {
     pub capacity: &'a CapacityGate,
 }
 
-/// What happened to one candidate. The serialized name is the public code (contract §3a).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Decision {
-    Selected,
-    /// The whole selection was deferred: the review is invalid.
-    InvalidReviewOutput,
-    /// The whole selection was deferred: a listing could not be read to its end.
-    ListingIncomplete,
-    ReviewDuplicate,
-    ReviewUncertain,
-    Occupied,
-    CoolingDown,
-    BaselineDeferred,
-    NoCapacity,
-    CapacityUnavailable,
-    OverCap,
-    ClaimLost,
-}
-
-impl Decision {
-    pub const ALL: [Decision; 12] = [
-        Decision::Selected,
-        Decision::InvalidReviewOutput,
-        Decision::ListingIncomplete,
-        Decision::ReviewDuplicate,
-        Decision::ReviewUncertain,
-        Decision::Occupied,
-        Decision::CoolingDown,
-        Decision::BaselineDeferred,
-        Decision::NoCapacity,
-        Decision::CapacityUnavailable,
-        Decision::OverCap,
-        Decision::ClaimLost,
-    ];
-
-    pub fn code(self) -> &'static str {
-        match self {
-            Decision::Selected => "selected",
-            Decision::InvalidReviewOutput => "invalid-review-output",
-            Decision::ListingIncomplete => "listing-incomplete",
-            Decision::ReviewDuplicate => "review-duplicate",
-            Decision::ReviewUncertain => "review-uncertain",
-            Decision::Occupied => "occupied",
-            Decision::CoolingDown => "cooling-down",
-            Decision::BaselineDeferred => "baseline-deferred",
-            Decision::NoCapacity => "no-capacity",
-            Decision::CapacityUnavailable => "capacity-unavailable",
-            Decision::OverCap => "over-cap",
-            Decision::ClaimLost => "claim-lost",
-        }
-    }
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.code())
-    }
-}
-
-/// Why the whole selection was deferred (`deferred-reason` of `selection.json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SelectionDeferral {
-    InvalidReviewOutput,
-    ListingIncomplete,
-    CapacityUnavailable,
-}
-
-impl SelectionDeferral {
-    pub fn code(self) -> &'static str {
-        self.decision().code()
-    }
-
-    /// The decision every affected candidate gets.
-    pub fn decision(self) -> Decision {
-        match self {
-            SelectionDeferral::InvalidReviewOutput => Decision::InvalidReviewOutput,
-            SelectionDeferral::ListingIncomplete => Decision::ListingIncomplete,
-            SelectionDeferral::CapacityUnavailable => Decision::CapacityUnavailable,
-        }
-    }
-}
-
-/// A stable code and a sanitized message of at most a few hundred characters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reason {
-    pub code: String,
-    pub message: String,
-}
-
-impl Reason {
-    pub fn new(code: &str, message: impl AsRef<str>) -> Self {
-        Reason {
-            code: code.to_string(),
-            message: bounded(message.as_ref(), 300),
-        }
-    }
-}
-
 /// One candidate's line of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CandidateDecision {
@@ -224,84 +125,158 @@ pub fn select(
     run: SelectingRun,
     now: DateTime<Utc>,
 ) -> SelectionPlan {
-    let live_sessions = snapshot.ledger.live_sessions().count();
-    let cap = CapAccount {
-        max_candidates: policy.max_candidates,
-        live_sessions,
-        room: (policy.max_candidates as usize).saturating_sub(live_sessions),
-    };
-    let plan = |deferred_reason, decisions| SelectionPlan {
+    let cap = CapAccount::of(snapshot.ledger, policy);
+    let (deferred_reason, decisions) =
+        match whole_selection_deferral(snapshot.github, inputs.review) {
+            Some((deferral, message)) => (
+                Some(deferral),
+                all_deferred(inputs.candidates, deferral, &message),
+            ),
+            None => {
+                let obstacles = Obstacles::new(snapshot, inputs, policy, run, now);
+                let capacity_deferral = matches!(inputs.capacity, CapacityGate::Unavailable { .. })
+                    .then_some(SelectionDeferral::CapacityUnavailable);
+                (
+                    capacity_deferral,
+                    decide_in_order(inputs.candidates, &obstacles, cap),
+                )
+            }
+        };
+    SelectionPlan {
         run,
         now,
         deferred_reason,
         decisions,
         cap,
-    };
-    if let Some((deferral, message)) = whole_selection_deferral(snapshot.github, inputs.review) {
-        let decisions = inputs
-            .candidates
-            .iter()
-            .map(|candidate| {
-                blocked(
-                    candidate,
-                    deferral.decision(),
-                    Reason::new(deferral.code(), &message),
-                    None,
-                )
-            })
-            .collect();
-        return plan(Some(deferral), decisions);
+    }
+}
+
+impl CapAccount {
+    /// The room `max-candidates` leaves beside the sessions live in `ledger`.
+    fn of(ledger: &Ledger, policy: &Policy) -> Self {
+        let live_sessions = ledger.live_sessions().count();
+        CapAccount {
+            max_candidates: policy.max_candidates,
+            live_sessions,
+            room: (policy.max_candidates as usize).saturating_sub(live_sessions),
+        }
+    }
+}
+
+/// Every candidate held back by the deferral of the whole selection.
+fn all_deferred(
+    candidates: &[Candidate],
+    deferral: SelectionDeferral,
+    message: &str,
+) -> Vec<CandidateDecision> {
+    candidates
+        .iter()
+        .map(|candidate| {
+            blocked(
+                candidate,
+                deferral.decision(),
+                Reason::new(deferral.decision(), message),
+                None,
+            )
+        })
+        .collect()
+}
+
+/// Every obstacle a candidate can meet, asked in the contract's order.
+struct Obstacles<'a> {
+    /// The review's obstacle per candidate id.
+    review: BTreeMap<String, Obstacle>,
+    occupancy: Occupancy<'a>,
+    ledger: &'a Ledger,
+    inputs: SelectionInputs<'a>,
+    policy: &'a Policy,
+    now: DateTime<Utc>,
+}
+
+impl<'a> Obstacles<'a> {
+    fn new(
+        snapshot: SelectionSnapshot<'a>,
+        inputs: SelectionInputs<'a>,
+        policy: &'a Policy,
+        run: SelectingRun,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let review = match inputs.review {
+            ReviewInput::Decisions(review) => review.obstacles(inputs.candidates),
+            ReviewInput::Absent | ReviewInput::Invalid { .. } => BTreeMap::new(),
+        };
+        Obstacles {
+            review,
+            occupancy: Occupancy::new(snapshot, inputs.candidates, policy, run),
+            ledger: snapshot.ledger,
+            inputs,
+            policy,
+            now,
+        }
     }
 
-    let review_obstacles = match inputs.review {
-        ReviewInput::Decisions(review) => review.obstacles(inputs.candidates),
-        ReviewInput::Absent | ReviewInput::Invalid { .. } => BTreeMap::new(),
-    };
-    let occupancy = Occupancy::new(snapshot, inputs.candidates, policy, run);
-    let mut taken_in_this_pass: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut new_sessions = 0;
-    let mut decisions = Vec::with_capacity(inputs.candidates.len());
-    for candidate in inputs.candidates {
-        let obstacle = review_obstacles
+    /// The first obstacle: the review, occupancy, cooldowns, the baseline, the capacity gate.
+    fn first(
+        &self,
+        candidate: &Candidate,
+        taken_in_this_pass: &BTreeMap<&str, &str>,
+    ) -> Option<Obstacle> {
+        self.review
             .get(candidate.id.as_str())
             .cloned()
-            .or_else(|| occupancy.obstacle(candidate, &taken_in_this_pass))
-            .or_else(|| cooldown_obstacle(snapshot.ledger, candidate, policy, now))
-            .or_else(|| baseline_obstacle(inputs.baselines, candidate))
-            .or_else(|| inputs.capacity.obstacle(candidate));
-        let decision = match obstacle {
+            .or_else(|| self.occupancy.obstacle(candidate, taken_in_this_pass))
+            .or_else(|| cooldown_obstacle(self.ledger, candidate, self.policy, self.now))
+            .or_else(|| baseline_obstacle(self.inputs.baselines, candidate))
+            .or_else(|| self.inputs.capacity.obstacle(candidate))
+    }
+}
+
+/// The candidates in file order: each gets its first obstacle, else selected while the cap
+/// leaves room (repeating this run's own claim takes none), else `over-cap`.
+fn decide_in_order(
+    candidates: &[Candidate],
+    obstacles: &Obstacles<'_>,
+    cap: CapAccount,
+) -> Vec<CandidateDecision> {
+    let mut taken_in_this_pass: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut new_sessions = 0;
+    let mut decisions = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let decision = match obstacles.first(candidate, &taken_in_this_pass) {
             Some(obstacle) => blocked(
                 candidate,
                 obstacle.decision,
                 obstacle.reason,
                 obstacle.until,
             ),
-            None if occupancy.holds_claim(candidate) => selected(candidate),
+            None if obstacles.occupancy.holds_claim(candidate) => selected(candidate),
             None if new_sessions < cap.room => {
                 new_sessions += 1;
                 selected(candidate)
             }
-            None => blocked(
-                candidate,
-                Decision::OverCap,
-                Reason::new(
-                    Decision::OverCap.code(),
-                    format!(
-                        "the cap of {} concurrent sessions is reached ({} live before this pass, {} started by it)",
-                        cap.max_candidates, cap.live_sessions, new_sessions
-                    ),
-                ),
-                None,
-            ),
+            None => over_cap(candidate, cap, new_sessions),
         };
         if decision.decision == Decision::Selected {
             taken_in_this_pass.insert(&candidate.family, &candidate.id);
         }
         decisions.push(decision);
     }
-    let deferred_reason = matches!(inputs.capacity, CapacityGate::Unavailable { .. })
-        .then_some(SelectionDeferral::CapacityUnavailable);
-    plan(deferred_reason, decisions)
+    decisions
+}
+
+fn over_cap(candidate: &Candidate, cap: CapAccount, new_sessions: usize) -> CandidateDecision {
+    blocked(
+        candidate,
+        Decision::OverCap,
+        Reason::new(
+            Decision::OverCap,
+            format!(
+                "the cap of {} concurrent sessions is reached ({} live before this pass, {} started by it)",
+                cap.max_candidates, cap.live_sessions, new_sessions
+            ),
+        ),
+        None,
+    )
 }
 
 /// What one reading of the ledger decided: the plan, and the ledger to store when it changes.
@@ -341,7 +316,7 @@ pub fn plan_claims(
             // candidate is not started rather than started without its claim.
             decision.decision = Decision::ClaimLost;
             decision.reason = Some(Reason::new(
-                Decision::ClaimLost.code(),
+                Decision::ClaimLost,
                 format!("the ledger refused the claim: {refusal:?}"),
             ));
         }
@@ -388,7 +363,7 @@ impl SelectionPlan {
             decision.decision = Decision::ClaimLost;
             decision.until = None;
             decision.reason = Some(Reason::new(
-                Decision::ClaimLost.code(),
+                Decision::ClaimLost,
                 format!(
                     "chosen on an earlier reading of the ledger, taken by a concurrent pass before this one could claim it{why}"
                 ),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
-use super::baselines::{BaselineVerdict, BaselineVerdicts};
+use super::baselines::{BaselineCode, BaselineVerdict, BaselineVerdicts};
 use super::{Decision, Reason, SelectingRun, SelectionSnapshot, session_of_run};
 use crate::core::candidate::Candidate;
 use crate::core::ledger::{Ledger, SessionState};
@@ -24,7 +24,7 @@ impl Obstacle {
     pub fn new(decision: Decision, message: impl AsRef<str>) -> Self {
         Obstacle {
             decision,
-            reason: Reason::new(decision.code(), message),
+            reason: Reason::new(decision, message),
             until: None,
         }
     }
@@ -242,7 +242,7 @@ pub fn cooldown_obstacle(
     longest.map(|(until, message)| Obstacle {
         decision: Decision::CoolingDown,
         reason: Reason::new(
-            Decision::CoolingDown.code(),
+            Decision::CoolingDown,
             format!("{message}: cooling down until {}", rfc3339(until)),
         ),
         until: Some(until),
@@ -256,9 +256,9 @@ pub fn baseline_obstacle(
 ) -> Option<Obstacle> {
     let reason = match baselines?.verdict(&candidate.id) {
         Some(BaselineVerdict::Verified) => return None,
-        Some(BaselineVerdict::Deferred(reason)) => Reason::new(&reason.code, &reason.message),
+        Some(BaselineVerdict::Deferred(reason)) => reason.clone(),
         None => Reason::new(
-            "not-verified",
+            BaselineCode::NotVerified,
             "baselines.json has no record of this candidate",
         ),
     };

@@ -59,17 +59,55 @@ impl ReviewInput {
 pub fn read_review(text: &str, candidates: &[Candidate]) -> ReviewInput {
     match parse_review(text, candidates) {
         Ok(review) => ReviewInput::Decisions(review),
-        Err(message) => ReviewInput::Invalid {
-            message: bounded(&message, 300),
+        Err(error) => ReviewInput::Invalid {
+            message: bounded(&error.to_string(), 300),
         },
     }
 }
 
-fn parse_review(text: &str, candidates: &[Candidate]) -> Result<Review, String> {
-    let document: Value =
-        serde_json::from_str(text).map_err(|error| format!("the review is not JSON: {error}"))?;
+/// Why a review is invalid; its text is the message of `invalid-review-output`.
+#[derive(Debug, thiserror::Error)]
+enum ReviewError {
+    #[error("the review is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the review must be an object with a \"decisions\" array")]
+    NoDecisions,
+    #[error("decisions[{index}]{problem}")]
+    Row { index: usize, problem: RowProblem },
+    #[error("no decision for {} candidate(s): {}", .missing.len(), .missing.join(", "))]
+    Missing { missing: Vec<String> },
+}
+
+/// What is wrong with one decision; its text continues `decisions[i]`.
+#[derive(Debug, thiserror::Error)]
+enum RowProblem {
+    #[error(" must be an object")]
+    NotAnObject,
+    #[error(".{field} must be {expected}")]
+    Field {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error(": unknown candidate '{}'", bounded(.0, 80))]
+    UnknownCandidate(String),
+    #[error(
+        ": proceed for '{candidate}' must keep its family '{}', the review says '{}'",
+        bounded(.family, 100),
+        bounded(.reviewed.as_deref().unwrap_or("(none)"), 100)
+    )]
+    FamilyChanged {
+        candidate: String,
+        family: String,
+        reviewed: Option<String>,
+    },
+    #[error(": a second decision for candidate '{0}'")]
+    Repeated(String),
+}
+
+fn parse_review(text: &str, candidates: &[Candidate]) -> Result<Review, ReviewError> {
+    let document: Value = serde_json::from_str(text).map_err(ReviewError::NotJson)?;
     let Some(Value::Array(rows)) = document.get("decisions") else {
-        return Err("the review must be an object with a \"decisions\" array".into());
+        return Err(ReviewError::NoDecisions);
     };
     let family_of: BTreeMap<&str, &str> = candidates
         .iter()
@@ -77,75 +115,85 @@ fn parse_review(text: &str, candidates: &[Candidate]) -> Result<Review, String> 
         .collect();
     let mut decisions = BTreeMap::new();
     for (index, row) in rows.iter().enumerate() {
-        let here = format!("decisions[{index}]");
-        let Value::Object(fields) = row else {
-            return Err(format!("{here} must be an object"));
-        };
-        let id = match fields.get("candidate-id") {
-            Some(Value::String(id)) => id.as_str(),
-            _ => return Err(format!("{here}.candidate-id must be a string")),
-        };
-        let Some(family) = family_of.get(id) else {
-            return Err(format!("{here}: unknown candidate '{}'", bounded(id, 80)));
-        };
-        let verdict = match fields.get("decision").and_then(Value::as_str) {
-            Some("proceed") => ReviewVerdict::Proceed,
-            Some("duplicate") => ReviewVerdict::Duplicate,
-            Some("uncertain") => ReviewVerdict::Uncertain,
-            _ => {
-                return Err(format!(
-                    "{here}.decision must be proceed, duplicate or uncertain"
-                ));
-            }
-        };
-        let reviewed_family = match fields.get("family") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(family)) => Some(family.as_str()),
-            Some(_) => return Err(format!("{here}.family must be a string")),
-        };
-        if verdict == ReviewVerdict::Proceed && reviewed_family != Some(family) {
-            return Err(format!(
-                "{here}: proceed for '{id}' must keep its family '{}', the review says '{}'",
-                bounded(family, 100),
-                bounded(reviewed_family.unwrap_or("(none)"), 100)
-            ));
-        }
-        let pull_requests = match fields.get("pull-requests") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(numbers)) => numbers
-                .iter()
-                .map(Value::as_u64)
-                .collect::<Option<Vec<u64>>>()
-                .ok_or_else(|| format!("{here}.pull-requests must be pull request numbers"))?,
-            Some(_) => return Err(format!("{here}.pull-requests must be an array")),
-        };
-        let reason = match fields.get("reason") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(reason)) => reason.clone(),
-            Some(_) => return Err(format!("{here}.reason must be a string")),
-        };
-        let decision = ReviewDecision {
-            verdict,
-            pull_requests,
-            reason,
-        };
+        let in_row = |problem| ReviewError::Row { index, problem };
+        let (id, decision) = parse_decision(row, &family_of).map_err(in_row)?;
         if decisions.insert(id.to_string(), decision).is_some() {
-            return Err(format!("{here}: a second decision for candidate '{id}'"));
+            return Err(in_row(RowProblem::Repeated(id.to_string())));
         }
     }
-    let missing: Vec<&str> = candidates
+    let missing: Vec<String> = candidates
         .iter()
         .map(|candidate| candidate.id.as_str())
         .filter(|id| !decisions.contains_key(*id))
+        .map(str::to_string)
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "no decision for {} candidate(s): {}",
-            missing.len(),
-            missing.join(", ")
-        ));
+        return Err(ReviewError::Missing { missing });
     }
     Ok(Review { decisions })
+}
+
+/// One row of `decisions`: the candidate it is for and its decision.
+fn parse_decision<'r>(
+    row: &'r Value,
+    family_of: &BTreeMap<&str, &str>,
+) -> Result<(&'r str, ReviewDecision), RowProblem> {
+    let Value::Object(fields) = row else {
+        return Err(RowProblem::NotAnObject);
+    };
+    let id = match fields.get("candidate-id") {
+        Some(Value::String(id)) => id.as_str(),
+        _ => return Err(field("candidate-id", "a string")),
+    };
+    let Some(family) = family_of.get(id) else {
+        return Err(RowProblem::UnknownCandidate(id.to_string()));
+    };
+    let verdict = match fields.get("decision").and_then(Value::as_str) {
+        Some("proceed") => ReviewVerdict::Proceed,
+        Some("duplicate") => ReviewVerdict::Duplicate,
+        Some("uncertain") => ReviewVerdict::Uncertain,
+        _ => return Err(field("decision", "proceed, duplicate or uncertain")),
+    };
+    let reviewed_family = optional_string(fields, "family")?;
+    if verdict == ReviewVerdict::Proceed && reviewed_family != Some(family) {
+        return Err(RowProblem::FamilyChanged {
+            candidate: id.to_string(),
+            family: family.to_string(),
+            reviewed: reviewed_family.map(str::to_string),
+        });
+    }
+    let pull_requests = match fields.get("pull-requests") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(numbers)) => numbers
+            .iter()
+            .map(Value::as_u64)
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| field("pull-requests", "pull request numbers"))?,
+        Some(_) => return Err(field("pull-requests", "an array")),
+    };
+    let reason = optional_string(fields, "reason")?.unwrap_or_default();
+    let decision = ReviewDecision {
+        verdict,
+        pull_requests,
+        reason: reason.to_string(),
+    };
+    Ok((id, decision))
+}
+
+/// A string field that may be missing or `null`.
+fn optional_string<'r>(
+    fields: &'r serde_json::Map<String, Value>,
+    name: &'static str,
+) -> Result<Option<&'r str>, RowProblem> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.as_str())),
+        Some(_) => Err(field(name, "a string")),
+    }
+}
+
+fn field(field: &'static str, expected: &'static str) -> RowProblem {
+    RowProblem::Field { field, expected }
 }
 
 impl Review {

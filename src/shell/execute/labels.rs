@@ -3,6 +3,7 @@
 //! workflows). GitHub has no "replace one label" request, and one PUT of all labels could erase
 //! a handoff label a maintainer adds at that moment, so a swap is an add and a remove.
 
+use super::Effect;
 use crate::adapters::github::GitHubClient;
 use crate::adapters::github::error::GitHubError;
 
@@ -13,25 +14,26 @@ pub(super) async fn make_only_status_label(
     label: Option<&str>,
     others: &[String],
     labels: &mut Vec<String>,
-) -> Result<String, GitHubError> {
-    let mut said = Vec::new();
+) -> Result<Effect, GitHubError> {
+    let mut added = None;
     if let Some(label) = label
         && !labels.iter().any(|present| present == label)
     {
         client.add_labels(number, &[label.to_string()]).await?;
         labels.push(label.to_string());
-        said.push(format!("added {label}"));
+        added = Some(label.to_string());
     }
+    let mut removed = Vec::new();
     for other in others {
         if labels.contains(other) {
             client.remove_label(number, other).await?;
             labels.retain(|present| present != other);
-            said.push(format!("removed {other}"));
+            removed.push(other.clone());
         }
     }
-    Ok(if said.is_empty() {
-        "already right".into()
+    Ok(if added.is_none() && removed.is_empty() {
+        Effect::LabelsAlreadyRight
     } else {
-        said.join(", ")
+        Effect::LabelsSet { added, removed }
     })
 }

@@ -17,6 +17,7 @@
 //!   them (`adapters::github::writes`): the same order, re-check reads, batches and budget.
 
 mod checks;
+mod effect;
 mod labels;
 mod refs;
 
@@ -37,6 +38,7 @@ use crate::core::plan::{Action, ActionGroup};
 use crate::core::text::bounded;
 use crate::shell::github::GitHubConnection;
 use checks::FreshPullRequest;
+pub use effect::Effect;
 pub use refs::RefDeletionPath;
 
 /// Groups sent at once.
@@ -48,7 +50,7 @@ const CANCEL_POLL: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "result", content = "detail", rename_all = "kebab-case")]
 pub enum ActionResult {
-    Done(String),
+    Done(Effect),
     /// Its re-check failed: the target changed since it was examined.
     Dropped(String),
     Failed(String),
@@ -64,7 +66,7 @@ impl ActionResult {
     /// One line for logs and summaries.
     pub fn describe(&self) -> String {
         match self {
-            ActionResult::Done(detail) => format!("done ({detail})"),
+            ActionResult::Done(effect) => format!("done ({effect})"),
             ActionResult::Dropped(reason) => format!("dropped: {reason}"),
             ActionResult::Failed(error) => format!("failed: {error}"),
             ActionResult::NotAttempted(reason) => format!("not sent: {reason}"),
@@ -105,9 +107,7 @@ impl GroupRecord {
         self.actions
             .iter()
             .filter_map(|record| match (&record.action, &record.result) {
-                (Action::CancelRun { run_id, .. }, ActionResult::Done(detail))
-                    if detail == CANCEL_REQUESTED =>
-                {
+                (Action::CancelRun { run_id, .. }, ActionResult::Done(Effect::CancelRequested)) => {
                     Some(*run_id)
                 }
                 _ => None,
@@ -240,7 +240,6 @@ impl Allowance {
 
 const BUDGET_REACHED: &str = "the write budget of this pass is used: left for the next pass";
 const STOPPED: &str = "GitHub stopped this pass";
-const CANCEL_REQUESTED: &str = "cancel requested";
 
 struct Executor<'a> {
     connection: &'a GitHubConnection,
@@ -344,9 +343,8 @@ impl Executor<'_> {
                         .await
                 }
             };
-            if let (Action::CancelRun { run_id, .. }, ActionResult::Done(detail)) =
+            if let (Action::CancelRun { run_id, .. }, ActionResult::Done(Effect::CancelRequested)) =
                 (action, &result)
-                && detail == CANCEL_REQUESTED
             {
                 cancelled.push(*run_id);
             }
@@ -455,7 +453,8 @@ impl Executor<'_> {
         }
     }
 
-    /// Applies one action that is not a ref deletion: the one `match` on [`Action`].
+    /// Applies one action that is not a ref deletion, unless the pass stopped, the fresh read
+    /// it works from is missing or its allowance is used.
     async fn apply_action(
         &self,
         action: &Action,
@@ -471,14 +470,26 @@ impl Executor<'_> {
         if !allowance.take(action.writes()) {
             return ActionResult::NotAttempted(BUDGET_REACHED.into());
         }
-        let result: Result<String, GitHubError> = match action {
+        match self.send(action, fresh).await {
+            Ok(effect) => ActionResult::Done(effect),
+            Err(error) => self.failure(&error),
+        }
+    }
+
+    /// Sends one action that is not a ref deletion: the one `match` on [`Action`].
+    async fn send(
+        &self,
+        action: &Action,
+        fresh: Option<&mut FreshPullRequest>,
+    ) -> Result<Effect, GitHubError> {
+        match action {
             Action::CancelRun { run_id, .. } => {
                 self.bot()
                     .cancel_run(*run_id)
                     .await
                     .map(|cancel| match cancel {
-                        RunCancel::Requested => CANCEL_REQUESTED.to_string(),
-                        RunCancel::AlreadyCompleted => "it had already completed".to_string(),
+                        RunCancel::Requested => Effect::CancelRequested,
+                        RunCancel::AlreadyCompleted => Effect::AlreadyCompleted,
                     })
             }
             Action::SetStatusLabel {
@@ -496,44 +507,28 @@ impl Executor<'_> {
                     )
                     .await
                 }
-                None => unreachable!("checked above"),
+                None => unreachable!("checked by apply_action"),
             },
             Action::RemoveLabel {
                 pull_request,
                 label,
-            } => match fresh {
-                Some(fresh) if !fresh.labels.contains(label) => Ok("not there".into()),
-                fresh => {
-                    let removed = self.bot().remove_label(*pull_request, label).await;
-                    if let (Ok(()), Some(fresh)) = (&removed, fresh) {
-                        fresh.labels.retain(|present| present != label);
-                    }
-                    removed.map(|()| "removed".into())
-                }
-            },
+            } => self.remove_label(*pull_request, label, fresh).await,
             Action::MarkReady { node_id, .. } => {
                 let node_id = fresh.map_or(node_id.clone(), |fresh| fresh.node_id.clone());
                 self.bot()
                     .mark_ready_for_review(&node_id)
                     .await
-                    .map(|()| "marked ready".into())
+                    .map(|()| Effect::MarkedReady)
             }
             Action::ConvertToDraft { node_id, .. } => {
                 let node_id = fresh.map_or(node_id.clone(), |fresh| fresh.node_id.clone());
                 self.bot()
                     .convert_to_draft(&node_id)
                     .await
-                    .map(|()| "converted to a draft".into())
+                    .map(|()| Effect::ConvertedToDraft)
             }
             Action::ClosePullRequest { pull_request } => {
-                let closed = self.bot().close_pull_request(*pull_request).await;
-                if closed.is_ok() && self.bot().records_writes() {
-                    self.closed_by_this_dry_run
-                        .lock()
-                        .expect("dry run lock")
-                        .insert(*pull_request);
-                }
-                closed.map(|()| "closed".into())
+                self.close_pull_request(*pull_request).await
             }
             Action::PostReceipt {
                 pull_request,
@@ -555,16 +550,45 @@ impl Executor<'_> {
                         self.settings.now,
                     )
                     .await
-                    .map(|()| "dispatched".into())
+                    .map(|()| Effect::Dispatched)
             }
             Action::DeleteBranch { .. } | Action::DeleteLockRef { .. } => {
                 unreachable!("ref deletions are sent in batches by refs::RefDeleter")
             }
-        };
-        match result {
-            Ok(detail) => ActionResult::Done(detail),
-            Err(error) => self.failure(&error),
         }
+    }
+
+    /// Removes a label the fresh read shows (or, without one, whatever GitHub holds).
+    async fn remove_label(
+        &self,
+        number: u64,
+        label: &str,
+        fresh: Option<&mut FreshPullRequest>,
+    ) -> Result<Effect, GitHubError> {
+        match fresh {
+            Some(fresh) if !fresh.labels.iter().any(|present| present == label) => {
+                Ok(Effect::LabelNotThere)
+            }
+            fresh => {
+                let removed = self.bot().remove_label(number, label).await;
+                if let (Ok(()), Some(fresh)) = (&removed, fresh) {
+                    fresh.labels.retain(|present| present != label);
+                }
+                removed.map(|()| Effect::LabelRemoved)
+            }
+        }
+    }
+
+    /// Closes a pull request; a dry run remembers it closed it (GitHub still shows it open).
+    async fn close_pull_request(&self, number: u64) -> Result<Effect, GitHubError> {
+        let closed = self.bot().close_pull_request(number).await;
+        if closed.is_ok() && self.bot().records_writes() {
+            self.closed_by_this_dry_run
+                .lock()
+                .expect("dry run lock")
+                .insert(number);
+        }
+        closed.map(|()| Effect::Closed)
     }
 
     /// Posts the receipt, or updates the bot's existing one in place when its text changed.
@@ -573,7 +597,7 @@ impl Executor<'_> {
         number: u64,
         marker: &str,
         body: &str,
-    ) -> Result<String, GitHubError> {
+    ) -> Result<Effect, GitHubError> {
         let bot = self.settings.bot.as_str();
         let existing = self
             .bot()
@@ -588,16 +612,16 @@ impl Executor<'_> {
                     && comment.user.as_ref().map(|user| user.login.as_str()) == Some(bot)
             });
         match existing {
-            Some(comment) if comment.body.as_deref() == Some(body) => Ok("unchanged".into()),
+            Some(comment) if comment.body.as_deref() == Some(body) => Ok(Effect::ReceiptUnchanged),
             Some(comment) => {
                 self.bot().update_comment(comment.id, body).await?;
-                Ok("updated".into())
+                Ok(Effect::ReceiptUpdated)
             }
             None => match self.bot().post_comment_once(number, body, marker).await? {
                 CommentPosted::FoundAfterUncertainPost(_) => {
-                    Ok("posted (found after an uncertain answer)".into())
+                    Ok(Effect::ReceiptFoundAfterUncertainPost)
                 }
-                CommentPosted::Created(_) | CommentPosted::Recorded => Ok("posted".into()),
+                CommentPosted::Created(_) | CommentPosted::Recorded => Ok(Effect::ReceiptPosted),
             },
         }
     }

@@ -17,7 +17,9 @@ use serde::Serialize;
 
 use futures::StreamExt;
 
-use super::{ActionResult, Allowance, BUDGET_REACHED, Executor, STOPPED, WRITE_CONCURRENCY};
+use super::{
+    ActionResult, Allowance, BUDGET_REACHED, Effect, Executor, STOPPED, WRITE_CONCURRENCY,
+};
 use crate::adapters::github::git::BranchDeletion;
 use crate::adapters::github::graphql::{ConditionalDeletion, REFS_PER_UPDATE, RefUpdates};
 use crate::core::plan::Action;
@@ -171,7 +173,7 @@ impl RefDeleter {
             {
                 Ok(RefUpdates::Applied) => {
                     fill(results, batch.iter().copied(), &|| {
-                        ActionResult::Done("deleted".into())
+                        ActionResult::Done(Effect::Deleted)
                     });
                 }
                 Ok(RefUpdates::Unavailable { message }) => {
@@ -215,7 +217,7 @@ impl RefDeleter {
         for index in batch {
             let reference = &refs[*index];
             match current.get(&reference.name) {
-                None => results[*index] = Some(ActionResult::Done("already gone".into())),
+                None => results[*index] = Some(ActionResult::Done(Effect::AlreadyGone)),
                 Some(sha) if *sha != reference.sha => {
                     results[*index] = Some(moved(&reference.name, sha));
                 }
@@ -253,7 +255,7 @@ impl RefDeleter {
                 let at = current.get(&reference.name).cloned();
                 async move {
                     let result = match at {
-                        None => ActionResult::Done("already gone".into()),
+                        None => ActionResult::Done(Effect::AlreadyGone),
                         Some(sha) if sha != reference.sha => moved(&reference.name, &sha),
                         Some(_) if executor.halted() => ActionResult::NotAttempted(STOPPED.into()),
                         Some(_) if !allowance.take(1) => {
@@ -261,9 +263,9 @@ impl RefDeleter {
                         }
                         Some(_) => match executor.bot().delete_branch(&reference.name).await {
                             Ok(BranchDeletion::Missing) => {
-                                ActionResult::Done("already gone".into())
+                                ActionResult::Done(Effect::AlreadyGone)
                             }
-                            Ok(_) => ActionResult::Done("deleted".into()),
+                            Ok(_) => ActionResult::Done(Effect::Deleted),
                             Err(error) => executor.failure(&error),
                         },
                     };

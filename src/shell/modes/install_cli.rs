@@ -58,9 +58,9 @@ struct AttemptRecord {
 pub async fn run(context: &StepContext, arguments: &InstallCliArgs) -> Result<(), StepError> {
     let reporter = &context.reporter;
     let expected = parse_pinned_version(arguments.cli_version.as_deref().unwrap_or(""))
-        .map_err(|message| StepError::bad_input("cli-version", message))?;
+        .map_err(|error| StepError::bad_input("cli-version", error.to_string()))?;
     let package = parse_package_name(&arguments.cli_package)
-        .map_err(|message| StepError::bad_input("cli-package", message))?;
+        .map_err(|error| StepError::bad_input("cli-package", error.to_string()))?;
     let prefix = context.directory.join("cli");
     reporter.info(&format!(
         "installing {package}@{expected} into {} (up to {} attempts)",

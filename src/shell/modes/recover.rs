@@ -24,7 +24,7 @@ use crate::core::recover::ledger_plan::WriteSettings;
 use crate::core::recover::{RecoveryContext, RecoveryPlan, Verdict, recover};
 use crate::shell::cli::RecoverArgs;
 use crate::shell::error::StepError;
-use crate::shell::execute::{ActionResult, RefDeletionPath};
+use crate::shell::execute::{ActionResult, Effect, RefDeletionPath};
 use crate::shell::gather::gather_recovery_facts;
 use crate::shell::github::{GitHubConnection, RequestReport, connect};
 use crate::shell::outputs::{Reporter, markdown_table};
@@ -112,7 +112,7 @@ impl PassReport {
                 matches!(
                     record.action,
                     Action::DeleteLockRef { .. } | Action::DeleteBranch { .. }
-                ) && record.result == ActionResult::Done("deleted".into())
+                ) && record.result == ActionResult::Done(Effect::Deleted)
             })
             .count()
     }

@@ -23,7 +23,8 @@ use crate::core::policy::Policy;
 use crate::core::select::capacity::CapacityGate;
 use crate::core::select::review::ReviewInput;
 use crate::core::select::{
-    GitHubFacts, SelectingRun, SelectionInputs, SelectionPlan, SelectionSnapshot, plan_claims,
+    GitHubFacts, SelectingRun, SelectionDeferral, SelectionInputs, SelectionPlan,
+    SelectionSnapshot, plan_claims,
 };
 use crate::shell::cli::SelectArgs;
 use crate::shell::error::StepError;
@@ -56,7 +57,8 @@ pub async fn run(context: &StepContext, arguments: &SelectArgs) -> Result<(), St
     let request = read_inputs(arguments, &context.environment, context.dry_run)?;
     if let ReviewInput::Invalid { message } = &request.review {
         reporter.warning(&format!(
-            "the review is invalid, so nothing is selected (invalid-review-output): {message}"
+            "the review is invalid, so nothing is selected ({}): {message}",
+            SelectionDeferral::InvalidReviewOutput
         ));
     }
     let connection = connect(context, &arguments.github)?;
@@ -82,7 +84,8 @@ pub async fn run(context: &StepContext, arguments: &SelectArgs) -> Result<(), St
     .flatten()
     {
         reporter.warning(&format!(
-            "occupancy is unknown, so nothing is selected (listing-incomplete): {observed}"
+            "occupancy is unknown, so nothing is selected ({}): {observed}",
+            SelectionDeferral::ListingIncomplete
         ));
     }
     let selection_can_proceed = !request.review.is_invalid()

@@ -159,3 +159,18 @@ fn counts_cover_every_candidate_exactly_once() {
     let codes: BTreeSet<&str> = Decision::ALL.iter().map(|d| d.code()).collect();
     assert_eq!(codes.len(), Decision::ALL.len());
 }
+
+#[test]
+fn every_decision_code_is_the_one_readme_documents() {
+    let readme = include_str!("../../../../README.md");
+    for decision in Decision::ALL {
+        assert!(
+            readme.contains(&format!("`{decision}`")),
+            "README does not name `{decision}`"
+        );
+        assert_eq!(
+            serde_json::to_value(decision).unwrap(),
+            serde_json::json!(decision.code())
+        );
+    }
+}

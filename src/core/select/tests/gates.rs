@@ -1,6 +1,8 @@
 //! The review, baselines.json and the capacity gate.
 
 use super::*;
+use crate::core::baseline::DeferralCode;
+use crate::core::select::baselines::BaselineCode;
 
 #[test]
 fn review_duplicates_and_uncertain_decisions_hold_back_their_whole_family() {
@@ -80,7 +82,7 @@ fn an_invalid_review_defers_the_whole_selection() {
         );
         assert_eq!(
             decision_of(&plan, "a").reason.as_ref().unwrap().code,
-            "invalid-review-output"
+            ReasonCode::Decision(Decision::InvalidReviewOutput)
         );
         assert!(
             world.claims(&[]).ledger.is_none(),
@@ -118,13 +120,16 @@ fn a_deferred_or_unrecorded_baseline_defers_the_candidate_with_its_reason() {
     assert_eq!(
         b.reason,
         Some(Reason::new(
-            "image-mismatch",
+            BaselineCode::Deferred(DeferralCode::ImageMismatch),
             "row 0 was published with another image"
         ))
     );
     let c = decision_of(&plan, "c");
     assert_eq!(c.decision, Decision::BaselineDeferred);
-    assert_eq!(c.reason.as_ref().unwrap().code, "not-verified");
+    assert_eq!(
+        c.reason.as_ref().unwrap().code,
+        ReasonCode::Baseline(BaselineCode::NotVerified)
+    );
 }
 
 fn with_targets() -> World {

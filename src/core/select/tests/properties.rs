@@ -151,71 +151,10 @@ impl Recipe {
         let pairs: Vec<(&str, &str)> = listed.iter().map(|(id, f)| (id.as_str(), *f)).collect();
         let mut world = World::with_candidates(&pairs).max_candidates(self.max_candidates);
         for fact in &self.facts {
-            world = match *fact {
-                Fact::Claim { candidate, ours } => {
-                    let run = if ours { RUN.run_id } else { OTHER_RUN };
-                    // A claim the ledger refuses (the family is taken) is simply not there.
-                    let _ = world.ledger.claim_family(
-                        &id(candidate),
-                        self.family(candidate),
-                        run,
-                        now() - Duration::hours(1),
-                    );
-                    world
-                }
-                Fact::Parked { candidate } => world.parked(&id(candidate), self.family(candidate)),
-                Fact::Finished {
-                    candidate,
-                    outcome,
-                    hours_ago,
-                    agent_ran,
-                } => {
-                    let outcome = Outcome::ALL[outcome].name();
-                    let world =
-                        world.finished(&id(candidate), self.family(candidate), outcome, hours_ago);
-                    if agent_ran {
-                        world
-                    } else {
-                        world.agent_never_ran()
-                    }
-                }
-                Fact::PullRequest {
-                    candidate,
-                    number,
-                    from_fork,
-                } => {
-                    let repository = if from_fork {
-                        "fork/bench"
-                    } else {
-                        "Acme/Bench"
-                    };
-                    world.open_pull_request(
-                        number,
-                        &format!("klaud/auto-{}", id(candidate)),
-                        repository,
-                    )
-                }
-                Fact::OtherPullRequest { number } => {
-                    world.open_pull_request(number, "feature/faster-kernels", "acme/bench")
-                }
-                Fact::Branch { candidate } => {
-                    world.branch(&format!("klaud/auto-{}", id(candidate)))
-                }
-            };
+            world = self.with_fact(world, fact);
         }
-        if let Some(verdicts) = &self.review {
-            let decisions: Vec<serde_json::Value> = self
-                .listed
-                .iter()
-                .map(|&index| match verdicts[index] {
-                    0 => serde_json::json!({"candidate-id": id(index), "decision": "proceed",
-                        "family": self.family(index)}),
-                    1 => serde_json::json!({"candidate-id": id(index), "decision": "uncertain"}),
-                    _ => serde_json::json!({"candidate-id": id(index), "decision": "duplicate",
-                        "pull-requests": [7]}),
-                })
-                .collect();
-            world = world.review(serde_json::json!({ "decisions": decisions }));
+        if let Some(review) = self.review() {
+            world = world.review(review);
         }
         if self.capacity_unavailable {
             world.capacity = CapacityGate::Unavailable {
@@ -226,6 +165,76 @@ impl Recipe {
             world.github.candidate_branches = Listed::failed("branches: HTTP 502");
         }
         world
+    }
+
+    /// `world` with one more fact.
+    fn with_fact(&self, mut world: World, fact: &Fact) -> World {
+        match *fact {
+            Fact::Claim { candidate, ours } => {
+                let run = if ours { RUN.run_id } else { OTHER_RUN };
+                // A claim the ledger refuses (the family is taken) is simply not there.
+                let _ = world.ledger.claim_family(
+                    &id(candidate),
+                    self.family(candidate),
+                    run,
+                    now() - Duration::hours(1),
+                );
+                world
+            }
+            Fact::Parked { candidate } => world.parked(&id(candidate), self.family(candidate)),
+            Fact::Finished {
+                candidate,
+                outcome,
+                hours_ago,
+                agent_ran,
+            } => {
+                let outcome = Outcome::ALL[outcome].name();
+                let world =
+                    world.finished(&id(candidate), self.family(candidate), outcome, hours_ago);
+                if agent_ran {
+                    world
+                } else {
+                    world.agent_never_ran()
+                }
+            }
+            Fact::PullRequest {
+                candidate,
+                number,
+                from_fork,
+            } => {
+                let repository = if from_fork {
+                    "fork/bench"
+                } else {
+                    "Acme/Bench"
+                };
+                world.open_pull_request(
+                    number,
+                    &format!("klaud/auto-{}", id(candidate)),
+                    repository,
+                )
+            }
+            Fact::OtherPullRequest { number } => {
+                world.open_pull_request(number, "feature/faster-kernels", "acme/bench")
+            }
+            Fact::Branch { candidate } => world.branch(&format!("klaud/auto-{}", id(candidate))),
+        }
+    }
+
+    /// The review's JSON: one decision per listed candidate, when the world has a review.
+    fn review(&self) -> Option<serde_json::Value> {
+        let verdicts = self.review.as_ref()?;
+        let decisions: Vec<serde_json::Value> = self
+            .listed
+            .iter()
+            .map(|&index| match verdicts[index] {
+                0 => serde_json::json!({"candidate-id": id(index), "decision": "proceed",
+                    "family": self.family(index)}),
+                1 => serde_json::json!({"candidate-id": id(index), "decision": "uncertain"}),
+                _ => serde_json::json!({"candidate-id": id(index), "decision": "duplicate",
+                    "pull-requests": [7]}),
+            })
+            .collect();
+        Some(serde_json::json!({ "decisions": decisions }))
     }
 }
 

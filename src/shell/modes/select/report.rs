@@ -105,7 +105,7 @@ pub fn selection_document(plan: &SelectionPlan, candidates: &[Candidate]) -> Val
         })
         .collect();
     json!({
-        "deferred-reason": plan.deferred_reason.map(|deferral| deferral.code()),
+        "deferred-reason": plan.deferred_reason,
         "selected": plan.selected_ids(),
         "candidates": records,
     })
@@ -203,10 +203,7 @@ pub fn summary(plan: &SelectionPlan, claims: ClaimReport, requests: &RequestRepo
             .find(|decision| decision.decision == deferral.decision())
             .and_then(|decision| decision.reason.as_ref())
             .map_or_else(String::new, |reason| format!(": {}", reason.message));
-        text.push_str(&format!(
-            "**Deferred (`{}`)**{example}\n\n",
-            deferral.code()
-        ));
+        text.push_str(&format!("**Deferred (`{deferral}`)**{example}\n\n"));
     }
     let counts: BTreeMap<Decision, usize> = plan.counts();
     let rows: Vec<Vec<String>> = counts
@@ -276,7 +273,7 @@ mod tests {
                     id: "b".into(),
                     family: "g".into(),
                     decision: Decision::CoolingDown,
-                    reason: Some(Reason::new("cooling-down", "`failed` earns 1 day")),
+                    reason: Some(Reason::new(Decision::CoolingDown, "`failed` earns 1 day")),
                     until: Some(until),
                 },
             ],
