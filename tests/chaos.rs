@@ -957,9 +957,10 @@ fn the_checker_reports_a_broken_ledger() {
         [Violation::LedgerUnreadable(_)]
     ));
     let mut after = before.clone();
-    let text = ledger
-        .to_json()
-        .replace("\"version\": 1", "\"version\": \"one\"");
+    let text = ledger.to_json().replace(
+        &format!("\"version\": {}", klaud::core::ledger::LEDGER_VERSION),
+        "\"version\": \"one\"",
+    );
     after.put_file(STATE_BRANCH, LEDGER_FILE, &text);
     let violations = check(&rules(), &before, &after);
     assert!(

@@ -262,9 +262,7 @@ impl RefDeleter {
                             ActionResult::NotAttempted(BUDGET_REACHED.into())
                         }
                         Some(_) => match executor.bot().delete_branch(&reference.name).await {
-                            Ok(BranchDeletion::Missing) => {
-                                ActionResult::Done(Effect::AlreadyGone)
-                            }
+                            Ok(BranchDeletion::Missing) => ActionResult::Done(Effect::AlreadyGone),
                             Ok(_) => ActionResult::Done(Effect::Deleted),
                             Err(error) => executor.failure(&error),
                         },
