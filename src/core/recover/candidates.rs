@@ -63,6 +63,7 @@ struct CandidateFacts<'c> {
 }
 
 impl<'c> CandidateFacts<'c> {
+    /// The candidate's facts as the snapshot holds them; reads nothing the snapshot lacks.
     fn read(facts: &Facts<'c>, id: &'c str) -> Self {
         let policy = facts.policy;
         let branch = policy.candidate_branch(id);
@@ -87,6 +88,7 @@ impl<'c> CandidateFacts<'c> {
         }
     }
 
+    /// The number of the pull request the decision is about, if one is open.
     fn number(&self) -> Option<u64> {
         self.pull.map(|pull| pull.number)
     }

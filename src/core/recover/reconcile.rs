@@ -6,7 +6,8 @@
 //! ready only on a validated report, and a maintainer's commit leaves the draft as it is. With
 //! none open, the outcome follows how its pull request ended: merged, closed by a maintainer
 //! (`closed-by-maintainer`), closed by the bot or never opened; the closed pull request gets
-//! its outcome's status label and only the branch the bot closed is deleted.
+//! its outcome's status label, and a branch is deleted only when its outcome deletes it and the
+//! bot closed its pull request.
 //!
 //! Each step returns a [`Step`]: it goes on with what it found, or ends the candidate's
 //! decision with the verdict it reached (needs inspection, skipped, live).
