@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::RecoveryPlan;
 use crate::core::ledger::{Kept, KeptObject, Lease, Ledger, SessionState};
 use crate::core::outcome::Outcome;
-use crate::core::plan::LedgerExpectation;
+use crate::core::plan::{ActionGroup, LedgerExpectation};
 
 /// The recovery lease as this pass found it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -154,7 +154,9 @@ pub struct WriteSettings {
 }
 
 /// The first write of a pass on `ledger` as it is now: `(new ledger when changed, grants,
-/// commit message)`.
+/// commit message)`. In order: the lease taken when the plan needs it; with the lease, the
+/// outcomes recorded, what recovery keeps updated and old sessions pruned; parked sessions
+/// resumed while the cap allows; then which groups are still cleared.
 pub fn decide_first_write(
     ledger: &Ledger,
     plan: &RecoveryPlan,
@@ -164,128 +166,38 @@ pub fn decide_first_write(
     let mut grants = PassGrants::default();
     let mut said = Vec::new();
     if plan.needs_lease() {
-        let lease_free = match &ledger.recovery_lease {
-            None => true,
-            Some(lease) if lease.owner_run == settings.own_run => true,
-            Some(lease) => matches!(
-                plan.ledger.lease,
-                LeaseStanding::OwnerFinished { owner_run } if owner_run == lease.owner_run
-            ),
-        };
-        if lease_free {
-            if ledger.recovery_lease.as_ref().map(|lease| lease.owner_run) != Some(settings.own_run)
-            {
-                said.push("took the recovery lease".to_string());
+        match lease_refusal(ledger, &plan.ledger.lease, settings.own_run) {
+            None => {
+                said.extend(take_lease(&mut next, settings));
+                grants.lease_held = true;
             }
-            next.recovery_lease = Some(Lease {
-                owner_run: settings.own_run,
-                taken_at: settings.now,
-            });
-            grants.lease_held = true;
-        } else {
-            let holder = ledger
-                .recovery_lease
-                .as_ref()
-                .map(|lease| lease.owner_run)
-                .unwrap_or_default();
-            grants.lease_refusal = Some(format!(
-                "run {holder} holds the recovery lease: no destructive work in this pass"
-            ));
+            Some(refusal) => grants.lease_refusal = Some(refusal),
         }
     }
     if grants.lease_held {
-        for record in &plan.ledger.outcomes {
-            let session = next.sessions.iter_mut().rev().find(|session| {
-                session.candidate == record.candidate
-                    && session.state == SessionState::Live
-                    && session.parent_run == record.parent_run
-            });
-            if let Some(session) = session {
-                session.state = SessionState::Finished;
-                session.outcome = Some(record.outcome);
-                session.agent_ran = record.agent_ran;
-                session.finished_at = Some(settings.now);
-                grants.recorded.insert(record.candidate.clone());
-                said.push(format!("{}: {}", record.candidate, record.outcome));
-            }
+        for record in record_outcomes(&mut next, &plan.ledger.outcomes, settings.now) {
+            grants.recorded.insert(record.candidate.clone());
+            said.push(format!("{}: {}", record.candidate, record.outcome));
         }
-        for object in &plan.ledger.kept_dropped {
-            next.kept.retain(|kept| &kept.object != object);
-        }
-        for kept in &plan.ledger.kept_added {
-            next.kept.retain(|existing| existing.object != kept.object);
-            next.kept.push(kept.clone());
-        }
-        if next.kept.len() != ledger.kept.len() || next.kept != ledger.kept {
-            said.push("updated what recovery keeps".to_string());
-        }
+        said.extend(update_kept(&mut next, &ledger.kept, &plan.ledger));
         let pruned = next.prune(settings.now, settings.prune_after);
         if pruned > 0 {
             said.push(format!("pruned {pruned} finished sessions"));
         }
     }
-    let mut live = next.live_sessions().count() as u32;
-    for resume in &plan.ledger.resumes {
-        if live >= settings.max_live {
-            grants.refused_resumes.push((
-                resume.candidate.clone(),
-                format!(
-                    "no room under the cap: {live} of {} live",
-                    settings.max_live
-                ),
-            ));
-            continue;
-        }
-        let Some(session) = next.sessions.iter_mut().rev().find(|session| {
-            session.candidate == resume.candidate
-                && session.state == SessionState::Parked
-                && session.parent_run == resume.parent_run
-        }) else {
-            grants.refused_resumes.push((
-                resume.candidate.clone(),
-                "no longer parked in the ledger".into(),
-            ));
-            continue;
-        };
-        session.state = SessionState::Live;
-        session.parent_run = settings.own_run;
-        session.parent_attempt = None;
-        let family = session.family.clone();
-        for claim in next.claims.iter_mut().filter(|claim| {
-            claim.family == family
-                && claim.candidate == resume.candidate
-                && claim.parent_run == resume.parent_run
-        }) {
-            claim.parent_run = settings.own_run;
-        }
-        live += 1;
-        grants.resumed.push(resume.clone());
-        said.push(format!("resumed {}", resume.candidate));
-    }
-    let resumed: BTreeSet<&str> = grants
-        .resumed
-        .iter()
-        .map(|resume| resume.candidate.as_str())
-        .collect();
+    let (resumed, refused_resumes) = resume_under_cap(&mut next, &plan.ledger.resumes, settings);
+    said.extend(
+        resumed
+            .iter()
+            .map(|resume| format!("resumed {}", resume.candidate)),
+    );
+    grants.resumed = resumed;
+    grants.refused_resumes = refused_resumes;
     grants.groups_cleared = plan
         .groups
         .iter()
-        .map(|group| {
-            if group.destructive && !grants.lease_held {
-                return false;
-            }
-            let candidate = group.candidate.as_deref().unwrap_or_default();
-            match &group.ledger_expectation {
-                LedgerExpectation::Nothing => true,
-                LedgerExpectation::NoOpenSession => {
-                    open_session_of_candidate(&next, candidate).is_none()
-                }
-                LedgerExpectation::FinishedByThisPass { .. } => grants.recorded.contains(candidate),
-                LedgerExpectation::ResumedByThisPass => resumed.contains(candidate),
-            }
-        })
+        .map(|group| group_cleared(group, &next, &grants))
         .collect();
-    let changed = next != *ledger;
     let message = format!(
         "recover (run {}): {}",
         settings.own_run,
@@ -295,7 +207,157 @@ pub fn decide_first_write(
             said.join("; ")
         }
     );
+    let changed = next != *ledger;
     (changed.then_some(next), grants, message)
+}
+
+/// Why this pass may not take the recovery lease on `ledger`, naming its holder; `None` when
+/// the lease is free, already its own, or held by the run the plan saw finished (never taken
+/// over by time).
+fn lease_refusal(ledger: &Ledger, standing: &LeaseStanding, own_run: u64) -> Option<String> {
+    let lease_free = match &ledger.recovery_lease {
+        None => true,
+        Some(lease) if lease.owner_run == own_run => true,
+        Some(lease) => matches!(
+            standing,
+            LeaseStanding::OwnerFinished { owner_run } if *owner_run == lease.owner_run
+        ),
+    };
+    if lease_free {
+        return None;
+    }
+    let holder = ledger
+        .recovery_lease
+        .as_ref()
+        .map(|lease| lease.owner_run)
+        .unwrap_or_default();
+    Some(format!(
+        "run {holder} holds the recovery lease: no destructive work in this pass"
+    ))
+}
+
+/// The lease this pass holds from now on; says it took it when it was not already its own.
+fn take_lease(next: &mut Ledger, settings: &WriteSettings) -> Option<String> {
+    let already_ours =
+        next.recovery_lease.as_ref().map(|lease| lease.owner_run) == Some(settings.own_run);
+    next.recovery_lease = Some(Lease {
+        owner_run: settings.own_run,
+        taken_at: settings.now,
+    });
+    (!already_ours).then(|| "took the recovery lease".to_string())
+}
+
+/// Each outcome recorded on the live session it is for (the same candidate and parent run):
+/// finished at `now`; returns the outcomes recorded, in plan order. An outcome whose session
+/// is no longer live with that parent is not recorded.
+fn record_outcomes<'p>(
+    next: &mut Ledger,
+    outcomes: &'p [OutcomeRecord],
+    now: DateTime<Utc>,
+) -> Vec<&'p OutcomeRecord> {
+    let mut recorded = Vec::new();
+    for record in outcomes {
+        let session = next.sessions.iter_mut().rev().find(|session| {
+            session.candidate == record.candidate
+                && session.state == SessionState::Live
+                && session.parent_run == record.parent_run
+        });
+        if let Some(session) = session {
+            session.state = SessionState::Finished;
+            session.outcome = Some(record.outcome);
+            session.agent_ran = record.agent_ran;
+            session.finished_at = Some(now);
+            recorded.push(record);
+        }
+    }
+    recorded
+}
+
+/// What recovery keeps: objects that moved or disappeared dropped, new findings replacing older
+/// ones of the same object; says so when that changed what `before` held.
+fn update_kept(next: &mut Ledger, before: &[Kept], plan: &LedgerPlan) -> Option<String> {
+    for object in &plan.kept_dropped {
+        next.kept.retain(|kept| &kept.object != object);
+    }
+    for kept in &plan.kept_added {
+        next.kept.retain(|existing| existing.object != kept.object);
+        next.kept.push(kept.clone());
+    }
+    (next.kept.len() != before.len() || next.kept != before)
+        .then(|| "updated what recovery keeps".to_string())
+}
+
+/// Parked sessions moved to live, oldest first, while live sessions stay under the cap: their
+/// parent run (and their claims') becomes this run. Returns the resumes made and those refused
+/// with why (no room, or no longer parked in the ledger).
+fn resume_under_cap(
+    next: &mut Ledger,
+    resumes: &[ResumeRecord],
+    settings: &WriteSettings,
+) -> (Vec<ResumeRecord>, Vec<(String, String)>) {
+    let mut live = next.live_sessions().count() as u32;
+    let mut resumed = Vec::new();
+    let mut refused = Vec::new();
+    for resume in resumes {
+        if live >= settings.max_live {
+            let why = format!(
+                "no room under the cap: {live} of {} live",
+                settings.max_live
+            );
+            refused.push((resume.candidate.clone(), why));
+            continue;
+        }
+        if !resume_session(next, resume, settings.own_run) {
+            let why = "no longer parked in the ledger".to_string();
+            refused.push((resume.candidate.clone(), why));
+            continue;
+        }
+        live += 1;
+        resumed.push(resume.clone());
+    }
+    (resumed, refused)
+}
+
+/// The parked session of `resume` made live under `own_run`, its claims moved along; false
+/// when the ledger no longer holds it parked with that parent run.
+fn resume_session(next: &mut Ledger, resume: &ResumeRecord, own_run: u64) -> bool {
+    let Some(session) = next.sessions.iter_mut().rev().find(|session| {
+        session.candidate == resume.candidate
+            && session.state == SessionState::Parked
+            && session.parent_run == resume.parent_run
+    }) else {
+        return false;
+    };
+    session.state = SessionState::Live;
+    session.parent_run = own_run;
+    session.parent_attempt = None;
+    let family = session.family.clone();
+    for claim in next.claims.iter_mut().filter(|claim| {
+        claim.family == family
+            && claim.candidate == resume.candidate
+            && claim.parent_run == resume.parent_run
+    }) {
+        claim.parent_run = own_run;
+    }
+    true
+}
+
+/// Whether a plan group may still be applied after the first write: a destructive one only
+/// under the lease, and only while the ledger says what the group expects of its candidate.
+fn group_cleared(group: &ActionGroup, next: &Ledger, grants: &PassGrants) -> bool {
+    if group.destructive && !grants.lease_held {
+        return false;
+    }
+    let candidate = group.candidate.as_deref().unwrap_or_default();
+    match &group.ledger_expectation {
+        LedgerExpectation::Nothing => true,
+        LedgerExpectation::NoOpenSession => open_session_of_candidate(next, candidate).is_none(),
+        LedgerExpectation::FinishedByThisPass { .. } => grants.recorded.contains(candidate),
+        LedgerExpectation::ResumedByThisPass => grants
+            .resumed
+            .iter()
+            .any(|resume| resume.candidate == candidate),
+    }
 }
 
 /// The last write of a pass: claims released, failed resumes parked again, the lease released.

@@ -13,14 +13,16 @@
 //! names no run) is remembered in the ledger while it points where it did, so it is not read
 //! again.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow::{self, Break, Continue};
+
 use super::cleanup::cancel_bot_smokes;
 use super::guards::{BranchFinding, deletable_branch};
 use super::liveness::{Alive, Liveness};
-use std::collections::{BTreeMap, BTreeSet};
 
 use super::{CandidateDecision, CandidateReport, Facts, RefsReport, Seen, Verdict, decision};
-use crate::core::ledger::{Kept, KeptObject, KeptVerdict};
-use crate::core::outcome::BranchOnCleanup;
+use crate::core::ledger::{Kept, KeptObject, KeptVerdict, Session};
+use crate::core::outcome::{BranchOnCleanup, Outcome};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation};
 use crate::core::policy::Policy;
 use crate::core::snapshot::RefFact;
@@ -212,7 +214,31 @@ fn defer(out: &mut Examination<'_>, why: String) {
     out.out.report.deferred += 1;
 }
 
-/// A candidate branch without an open pull request or open session.
+/// What examining a leftover candidate branch decided.
+enum LeftoverBranch {
+    /// Nothing to say or do this pass: an open pull request, a verdict or liveness explains
+    /// the branch, it is gone, or a detail is not read yet (the decision asks for it).
+    Nothing,
+    /// Kept, as the ledger remembers it.
+    Remembered,
+    /// Kept, and remembered from now on while it points where it does, and why.
+    Kept(String),
+    /// Left for a later pass, and why.
+    Deferred(String),
+    /// Deleted: the bot's smoke runs cancelled, then the branch.
+    Swept {
+        number: u64,
+        outcome: Option<Outcome>,
+        actions: Vec<Action>,
+    },
+}
+
+/// A step of examining a leftover branch: `Continue` with what it found, or `Break` with what
+/// becomes of the branch, which ends its examination there.
+type Examined<T> = ControlFlow<LeftoverBranch, T>;
+
+/// A candidate branch without an open pull request or open session: what becomes of it,
+/// counted in the report, remembered or swept.
 fn leftover_branch(
     facts: &Facts<'_>,
     out: &mut Examination<'_>,
@@ -220,16 +246,78 @@ fn leftover_branch(
     reference: &RefFact,
     liveness: &Liveness,
 ) {
+    let fate = match leftover_branch_fate(facts, out, id, reference, liveness) {
+        Break(fate) | Continue(fate) => fate,
+    };
+    match fate {
+        LeftoverBranch::Nothing => {}
+        LeftoverBranch::Remembered => out.out.report.branches_kept += 1,
+        LeftoverBranch::Kept(why) => {
+            out.out.report.branches_kept += 1;
+            let object = KeptObject::Branch(reference.name.clone());
+            keep(facts, out, object, &reference.sha, why);
+        }
+        LeftoverBranch::Deferred(why) => defer(out, format!("{}: {why}", reference.name)),
+        LeftoverBranch::Swept {
+            number,
+            outcome,
+            actions,
+        } => {
+            out.out.report.branches_to_delete += 1;
+            let swept = swept_leftover_branch(id, number, outcome, actions);
+            out.out.candidates.push((id.to_string(), swept));
+        }
+    }
+}
+
+/// The examination of a leftover branch in order: worth examining at all, within the
+/// inspection budget, its pull request found and closed by the bot, then its deletion when
+/// every commit is the bot's and the branch is still at the pull request's head.
+fn leftover_branch_fate(
+    facts: &Facts<'_>,
+    out: &mut Examination<'_>,
+    id: &str,
+    reference: &RefFact,
+    liveness: &Liveness,
+) -> Examined<LeftoverBranch> {
+    let session = worth_examining(facts, out, id, reference, liveness)?;
+    let known_number = session.and_then(|session| session.pull_request);
+    // Its pull request and its commits, and the branch's pull requests when none is known.
+    spend_inspections(out, 2 + usize::from(known_number.is_none()))?;
+    let number = pull_request_of_branch(facts, reference, known_number)?;
+    closed_by_the_bot(facts, number)?;
+    let outcome = session.and_then(|session| session.outcome);
+    Continue(match deletable_branch(facts, &reference.name, number) {
+        Ok(Some(delete)) => {
+            let mut actions = cancel_bot_smokes(facts, id, liveness);
+            actions.push(delete);
+            LeftoverBranch::Swept {
+                number,
+                outcome,
+                actions,
+            }
+        }
+        Ok(None) | Err(BranchFinding::Waiting(_)) => LeftoverBranch::Nothing,
+        Err(BranchFinding::Kept(why)) => LeftoverBranch::Kept(why),
+    })
+}
+
+/// The checks before anything is read about a leftover branch: the open pull requests all
+/// listed (its own may be open), no open pull request, verdict or liveness explaining it, not
+/// remembered, and its session (returned) not ended with an outcome that keeps the branch.
+fn worth_examining<'a>(
+    facts: &Facts<'a>,
+    out: &Examination<'_>,
+    id: &str,
+    reference: &RefFact,
+    liveness: &Liveness,
+) -> Examined<Option<&'a Session>> {
     let snapshot = facts.snapshot;
     if let Some(gap) = &snapshot.open_pull_requests.gap {
         // Its pull request may be open and simply not listed.
-        return defer(
-            out,
-            format!(
-                "{}: the open pull requests could not all be listed ({gap})",
-                reference.name
-            ),
-        );
+        return Break(LeftoverBranch::Deferred(format!(
+            "the open pull requests could not all be listed ({gap})"
+        )));
     }
     let has_open_pull = snapshot
         .open_pull_requests
@@ -237,136 +325,121 @@ fn leftover_branch(
         .iter()
         .any(|pull| pull.head_branch == reference.name && pull.from_this_repository);
     if has_open_pull || out.decided.contains_key(id) || out.untouchable.contains(id) {
-        return;
+        return Break(LeftoverBranch::Nothing);
     }
     let object = KeptObject::Branch(reference.name.clone());
     if remembered(facts, &object, &reference.sha).is_some() {
-        out.out.report.branches_kept += 1;
-        return;
+        return Break(LeftoverBranch::Remembered);
     }
     let session = facts.session_of(id);
     match liveness.of(facts, id, session) {
         Alive::No => {}
-        Alive::Yes(_) => return,
+        Alive::Yes(_) => return Break(LeftoverBranch::Nothing),
         Alive::Unknown(why) | Alive::Unreadable(why) => {
-            return defer(out, format!("{}: {why}", reference.name));
+            return Break(LeftoverBranch::Deferred(why));
         }
     }
     if let Some(outcome) = session.and_then(|session| session.outcome)
         && outcome.branch_on_cleanup() != BranchOnCleanup::Deleted
     {
-        out.out.report.branches_kept += 1;
-        return keep(
-            facts,
-            out,
-            object,
-            &reference.sha,
-            format!("its session ended {outcome}: the branch stays"),
-        );
+        return Break(LeftoverBranch::Kept(format!(
+            "its session ended {outcome}: the branch stays"
+        )));
     }
-    let known_number = session.and_then(|session| session.pull_request);
-    let cost = 2 + usize::from(known_number.is_none());
+    Continue(session)
+}
+
+/// `cost` objects of the inspection budget spent on a branch, or the branch left for a later
+/// pass when fewer are left.
+fn spend_inspections(out: &mut Examination<'_>, cost: usize) -> Examined<()> {
     if out.inspections_left < cost {
-        return defer(
-            out,
-            format!(
-                "{}: left for a later pass (inspection budget)",
-                reference.name
-            ),
-        );
+        return Break(LeftoverBranch::Deferred(
+            "left for a later pass (inspection budget)".into(),
+        ));
     }
     out.inspections_left -= cost;
-    let number = match known_number {
-        Some(number) => number,
-        None => match facts.branch_pull_requests(&reference.name) {
-            Seen::Unread => return,
-            Seen::Failed(error) => {
-                return defer(
-                    out,
-                    format!(
-                        "{}: its pull requests could not be read ({error})",
-                        reference.name
-                    ),
-                );
-            }
-            Seen::Known(pulls) => {
-                let chosen = pulls
-                    .iter()
-                    .filter(|pull| pull.from_this_repository)
-                    .max_by_key(|pull| (pull.head_sha == reference.sha, pull.number));
-                match chosen {
-                    Some(pull) => pull.number,
-                    None => {
-                        out.out.report.branches_kept += 1;
-                        return keep(
-                            facts,
-                            out,
-                            object,
-                            &reference.sha,
-                            "no pull request was opened from it".into(),
-                        );
-                    }
-                }
-            }
-        },
-    };
+    Continue(())
+}
+
+/// The pull request of a leftover branch: the one its session names, else the one from this
+/// repository at the branch's head (else the newest); a branch no pull request was opened
+/// from is kept.
+fn pull_request_of_branch(
+    facts: &Facts<'_>,
+    reference: &RefFact,
+    known_number: Option<u64>,
+) -> Examined<u64> {
+    if let Some(number) = known_number {
+        return Continue(number);
+    }
+    match facts.branch_pull_requests(&reference.name) {
+        Seen::Unread => Break(LeftoverBranch::Nothing),
+        Seen::Failed(error) => Break(LeftoverBranch::Deferred(format!(
+            "its pull requests could not be read ({error})"
+        ))),
+        Seen::Known(pulls) => pulls
+            .iter()
+            .filter(|pull| pull.from_this_repository)
+            .max_by_key(|pull| (pull.head_sha == reference.sha, pull.number))
+            .map_or_else(
+                || {
+                    Break(LeftoverBranch::Kept(
+                        "no pull request was opened from it".into(),
+                    ))
+                },
+                |pull| Continue(pull.number),
+            ),
+    }
+}
+
+/// Only the branch of a pull request the bot closed may go: a merged one, or one closed by
+/// anyone else, keeps its branch; one open after all waits for a later pass.
+fn closed_by_the_bot(facts: &Facts<'_>, number: u64) -> Examined<()> {
     let issue = match facts.issue(number) {
-        Seen::Unread => return,
+        Seen::Unread => return Break(LeftoverBranch::Nothing),
         Seen::Failed(error) => {
-            return defer(
-                out,
-                format!("{}: #{number} could not be read ({error})", reference.name),
-            );
+            return Break(LeftoverBranch::Deferred(format!(
+                "#{number} could not be read ({error})"
+            )));
         }
-        Seen::Known(issue) => issue.clone(),
+        Seen::Known(issue) => issue,
     };
     if issue.open {
-        return defer(
-            out,
-            format!("{}: #{number} is open but was not listed", reference.name),
-        );
+        return Break(LeftoverBranch::Deferred(format!(
+            "#{number} is open but was not listed"
+        )));
     }
-    let bot = facts.policy.bot.clone();
-    if issue.merged || issue.closed_by.as_deref() != Some(bot.as_str()) {
-        let why = if issue.merged {
-            format!("#{number} was merged")
-        } else {
-            format!(
-                "#{number} was closed by {}: a maintainer-closed pull request keeps its branch",
-                issue.closed_by.as_deref().unwrap_or("someone")
-            )
-        };
-        out.out.report.branches_kept += 1;
-        return keep(facts, out, object, &reference.sha, why);
+    if issue.merged {
+        return Break(LeftoverBranch::Kept(format!("#{number} was merged")));
     }
-    match deletable_branch(facts, &reference.name, number) {
-        Ok(Some(delete)) => {
-            let mut actions = cancel_bot_smokes(facts, id, liveness);
-            actions.push(delete);
-            out.out.report.branches_to_delete += 1;
-            let group = ActionGroup {
-                subject: id.to_string(),
-                candidate: Some(id.to_string()),
-                pull_request_check: None,
-                destructive: true,
-                ledger_expectation: LedgerExpectation::NoOpenSession,
-                independent: false,
-                actions,
-            };
-            let reason = format!("leftover branch of #{number}, which the bot closed");
-            let outcome = session.and_then(|session| session.outcome);
-            out.out.candidates.push((
-                id.to_string(),
-                decision(Some(number), Verdict::Swept, outcome, reason, Some(group)),
-            ));
-        }
-        Ok(None) => {}
-        Err(BranchFinding::Waiting(_)) => {}
-        Err(BranchFinding::Kept(why)) => {
-            out.out.report.branches_kept += 1;
-            keep(facts, out, object, &reference.sha, why);
-        }
+    if issue.closed_by.as_deref() != Some(facts.policy.bot.as_str()) {
+        return Break(LeftoverBranch::Kept(format!(
+            "#{number} was closed by {}: a maintainer-closed pull request keeps its branch",
+            issue.closed_by.as_deref().unwrap_or("someone")
+        )));
     }
+    Continue(())
+}
+
+/// The sweep of a leftover branch whose pull request the bot closed: its deletion, while no
+/// session of it is open.
+fn swept_leftover_branch(
+    id: &str,
+    number: u64,
+    outcome: Option<Outcome>,
+    actions: Vec<Action>,
+) -> CandidateDecision {
+    let group = ActionGroup {
+        subject: id.to_string(),
+        candidate: Some(id.to_string()),
+        pull_request_check: None,
+        destructive: true,
+        ledger_expectation: LedgerExpectation::NoOpenSession,
+        independent: false,
+        actions,
+    };
+    let reason = format!("leftover branch of #{number}, which the bot closed");
+    decision(Some(number), Verdict::Swept, outcome, reason, Some(group))
 }
 
 /// A legacy lock ref: its deletion when its parent run finished.

@@ -12,7 +12,7 @@
 //! the status of a parent run) until none are missing, then [`recover`] returns the plan.
 //!
 //! - `liveness.rs`: what keeps a candidate alive (planner job, sweep, candidate run, parent run);
-//! - `candidates.rs`: per candidate, the verdict and the reconciled outcome;
+//! - `candidates.rs`: per candidate, the verdict; `reconcile.rs`: the reconciled outcome;
 //! - `guards.rs`: the §5 guards, in one place; `cleanup.rs`: the cleanup per outcome;
 //! - `resume.rs`: parked sessions started again under the cap;
 //! - `labels.rs`: the one status label of each klaud pull request;
@@ -26,6 +26,7 @@ mod labels;
 pub mod ledger_plan;
 mod legacy;
 mod liveness;
+mod reconcile;
 mod resume;
 #[cfg(test)]
 mod tests;

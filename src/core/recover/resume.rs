@@ -12,6 +12,7 @@ use crate::core::outcome::StatusLabel;
 use crate::core::ownership::{CommitOwnership, commit_ownership};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
 use crate::core::recover::ledger_plan::ResumeRecord;
+use crate::core::snapshot::PullRequestFact;
 
 /// Parked sessions, oldest first, start again while live sessions stay under the cap; the
 /// others keep their parked status label.
@@ -19,15 +20,46 @@ use crate::core::recover::ledger_plan::ResumeRecord;
 /// `decided` holds the candidates' verdicts (only those decided `parked` are considered) and
 /// `ending` the live sessions this pass reconciles, whose room under the cap the resumes may
 /// take. Returns a decision for every parked candidate: resumed, or parked with its label.
+/// A session given room takes it even when it stays parked for another reason.
 pub(super) fn resume_parked(
     facts: &Facts<'_>,
     decided: &BTreeMap<String, CandidateReport>,
     ending: usize,
 ) -> Vec<(String, CandidateDecision)> {
-    let snapshot = facts.snapshot;
-    let policy = facts.policy;
+    let max_candidates = facts.policy.max_candidates;
+    let live = facts
+        .snapshot
+        .ledger
+        .live_sessions()
+        .count()
+        .saturating_sub(ending);
+    let mut room = (max_candidates as usize).saturating_sub(live);
     let mut decisions = Vec::new();
-    let mut parked: Vec<&Session> = snapshot
+    for session in parked_oldest_first(facts, decided) {
+        let id = session.candidate.clone();
+        let pull = open_pull_request_of(facts, &id);
+        let resumed = if room == 0 {
+            Err(StaysParked(format!(
+                "waiting for room under the cap ({live} live of {max_candidates})"
+            )))
+        } else {
+            room -= 1;
+            resume(facts, session, pull)
+        };
+        let resumed_or_parked =
+            resumed.unwrap_or_else(|StaysParked(reason)| stays_parked(facts, &id, pull, reason));
+        decisions.push((id, resumed_or_parked));
+    }
+    decisions
+}
+
+/// The parked sessions of the candidates decided `parked`, oldest first (then by id).
+fn parked_oldest_first<'a>(
+    facts: &Facts<'a>,
+    decided: &BTreeMap<String, CandidateReport>,
+) -> Vec<&'a Session> {
+    let mut parked: Vec<&Session> = facts
+        .snapshot
         .ledger
         .sessions
         .iter()
@@ -39,110 +71,129 @@ pub(super) fn resume_parked(
         })
         .collect();
     parked.sort_by(|a, b| (a.started_at, &a.candidate).cmp(&(b.started_at, &b.candidate)));
-    let live = snapshot.ledger.live_sessions().count();
-    let mut room = (policy.max_candidates as usize).saturating_sub(live.saturating_sub(ending));
-    for session in parked {
-        let id = session.candidate.clone();
-        let branch = policy.candidate_branch(&id);
-        let pull = snapshot
-            .open_pull_requests
-            .items
-            .iter()
-            .find(|pull| pull.head_branch == branch && pull.from_this_repository);
-        let number = pull.map(|pull| pull.number);
-        let parked = |reason: String| {
-            let group =
-                pull.and_then(|pull| status_label_sync(facts, &id, pull, StatusLabel::Parked));
-            (
-                id.clone(),
-                decision(number, Verdict::Parked, None, reason, group),
-            )
-        };
-        if room == 0 {
-            let reason = format!(
-                "waiting for room under the cap ({} live of {})",
-                live.saturating_sub(ending),
-                policy.max_candidates
-            );
-            decisions.push(parked(reason));
-            continue;
-        }
-        room -= 1;
-        let Some(pull) =
-            pull.filter(|pull| pull.draft && pull.author.as_deref() == Some(policy.bot.as_str()))
-        else {
-            decisions.push(parked(
-                "no open draft pull request by the bot to resume".into(),
-            ));
-            continue;
-        };
-        let commits_are_bots = match facts.commits(pull.number) {
-            Seen::Known(commits) => {
-                commit_ownership(commits, pull.number, &pull.head_sha, &policy.bot)
-                    == CommitOwnership::BotOnly
-            }
-            Seen::Failed(_) => false,
-            Seen::Unread => {
-                decisions.push(parked("waiting for its commits to be read".into()));
-                continue;
-            }
-        };
-        if !commits_are_bots {
-            decisions.push(parked(format!(
-                "#{} has commits that are not the bot's: not resumed",
-                pull.number
-            )));
-            continue;
-        }
-        let git_ref = match facts.default_branch() {
-            Seen::Known(branch) => branch.clone(),
-            Seen::Failed(error) => {
-                decisions.push(parked(format!(
-                    "the default branch could not be read ({error})"
-                )));
-                continue;
-            }
-            Seen::Unread => {
-                decisions.push(parked("waiting for the default branch to be read".into()));
-                continue;
-            }
-        };
-        let resume = ResumeRecord {
-            candidate: id.clone(),
-            parent_run: session.parent_run,
-            parent_attempt: session.parent_attempt,
-        };
-        let mut actions = vec![Action::DispatchCandidate {
-            candidate: id.clone(),
-            workflow: policy.candidate_workflow.clone(),
-            git_ref,
-        }];
-        if let Some(group) = status_label_sync(facts, &id, pull, StatusLabel::InProgress) {
-            actions.extend(group.actions);
-        }
-        let group = ActionGroup {
-            subject: id.clone(),
-            candidate: Some(id.clone()),
-            pull_request_check: Some(PullRequestCheck {
-                number: pull.number,
-                head_sha: Some(pull.head_sha.clone()),
-                author: policy.bot.clone(),
-                draft: Some(true),
-                handoff_label: policy.handoff_label.clone(),
-                open: true,
-            }),
-            destructive: false,
-            ledger_expectation: LedgerExpectation::ResumedByThisPass,
-            independent: false,
-            actions,
-        };
-        let reason = format!(
-            "resumed oldest first under the cap of {}",
-            policy.max_candidates
-        );
-        let mut resumed = decision(number, Verdict::Resumed, None, reason, Some(group));
-        resumed.resume = Some(resume);
-        decisions.push((id, resumed));
+    parked
+}
+
+/// The open pull request from the candidate's branch in this repository, if any.
+fn open_pull_request_of<'a>(facts: &Facts<'a>, id: &str) -> Option<&'a PullRequestFact> {
+    let branch = facts.policy.candidate_branch(id);
+    facts
+        .snapshot
+        .open_pull_requests
+        .items
+        .iter()
+        .find(|pull| pull.head_branch == branch && pull.from_this_repository)
+}
+
+/// Why a parked session is not resumed this pass.
+struct StaysParked(String);
+
+/// A parked session that stays parked, and why: its draft keeps (or gets) the parked label.
+fn stays_parked(
+    facts: &Facts<'_>,
+    id: &str,
+    pull: Option<&PullRequestFact>,
+    reason: String,
+) -> CandidateDecision {
+    let group = pull.and_then(|pull| status_label_sync(facts, id, pull, StatusLabel::Parked));
+    decision(
+        pull.map(|pull| pull.number),
+        Verdict::Parked,
+        None,
+        reason,
+        group,
+    )
+}
+
+/// A parked session given room under the cap, resumed: its open draft by the bot, whose
+/// commits are all the bot's, re-checked at its head while the candidate workflow is
+/// dispatched on the default branch and the draft labelled in progress. `Err` says why it
+/// stays parked.
+fn resume(
+    facts: &Facts<'_>,
+    session: &Session,
+    pull: Option<&PullRequestFact>,
+) -> Result<CandidateDecision, StaysParked> {
+    let policy = facts.policy;
+    let id = &session.candidate;
+    let pull = pull
+        .filter(|pull| pull.draft && pull.author.as_deref() == Some(policy.bot.as_str()))
+        .ok_or_else(|| StaysParked("no open draft pull request by the bot to resume".into()))?;
+    commits_all_bots(facts, pull)?;
+    let git_ref = dispatch_ref(facts)?;
+    let resume = ResumeRecord {
+        candidate: id.clone(),
+        parent_run: session.parent_run,
+        parent_attempt: session.parent_attempt,
+    };
+    let mut actions = vec![Action::DispatchCandidate {
+        candidate: id.clone(),
+        workflow: policy.candidate_workflow.clone(),
+        git_ref,
+    }];
+    if let Some(group) = status_label_sync(facts, id, pull, StatusLabel::InProgress) {
+        actions.extend(group.actions);
     }
-    decisions
+    let group = ActionGroup {
+        subject: id.clone(),
+        candidate: Some(id.clone()),
+        pull_request_check: Some(PullRequestCheck {
+            number: pull.number,
+            head_sha: Some(pull.head_sha.clone()),
+            author: policy.bot.clone(),
+            draft: Some(true),
+            handoff_label: policy.handoff_label.clone(),
+            open: true,
+        }),
+        destructive: false,
+        ledger_expectation: LedgerExpectation::ResumedByThisPass,
+        independent: false,
+        actions,
+    };
+    let reason = format!(
+        "resumed oldest first under the cap of {}",
+        policy.max_candidates
+    );
+    let mut resumed = decision(
+        Some(pull.number),
+        Verdict::Resumed,
+        None,
+        reason,
+        Some(group),
+    );
+    resumed.resume = Some(resume);
+    Ok(resumed)
+}
+
+/// Whether every commit of the draft is the bot's, its head above all (a failed read counts as
+/// not); `Err` says why it is not resumed, or that its commits are not read yet.
+fn commits_all_bots(facts: &Facts<'_>, pull: &PullRequestFact) -> Result<(), StaysParked> {
+    let bot_only = match facts.commits(pull.number) {
+        Seen::Known(commits) => {
+            commit_ownership(commits, pull.number, &pull.head_sha, &facts.policy.bot)
+                == CommitOwnership::BotOnly
+        }
+        Seen::Failed(_) => false,
+        Seen::Unread => return Err(StaysParked("waiting for its commits to be read".into())),
+    };
+    if !bot_only {
+        return Err(StaysParked(format!(
+            "#{} has commits that are not the bot's: not resumed",
+            pull.number
+        )));
+    }
+    Ok(())
+}
+
+/// The default branch the candidate workflow is dispatched on; `Err` while it cannot be read.
+fn dispatch_ref(facts: &Facts<'_>) -> Result<String, StaysParked> {
+    match facts.default_branch() {
+        Seen::Known(branch) => Ok(branch.clone()),
+        Seen::Failed(error) => Err(StaysParked(format!(
+            "the default branch could not be read ({error})"
+        ))),
+        Seen::Unread => Err(StaysParked(
+            "waiting for the default branch to be read".into(),
+        )),
+    }
 }

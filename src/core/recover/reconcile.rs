@@ -1,0 +1,409 @@
+//! A live session whose parent ended (contract §4): its outcome recorded and the cleanup per
+//! the outcome planned, behind the §5 guards (`guards.rs`).
+//!
+//! With its pull request open, the outcome is validated when the final sweep on its head
+//! succeeded, else the one the session reported, else `no-outcome`; a ready pull request stays
+//! ready only on a validated report, and a maintainer's commit leaves the draft as it is. With
+//! none open, the outcome follows how its pull request ended: merged, closed by a maintainer
+//! (`closed-by-maintainer`), closed by the bot or never opened; the closed pull request gets
+//! its outcome's status label, and a branch is deleted only when its outcome deletes it and the
+//! bot closed its pull request.
+//!
+//! Each step returns a [`Step`]: it goes on with what it found, or ends the candidate's
+//! decision with the verdict it reached (needs inspection, skipped, live).
+
+use std::ops::ControlFlow::{Break, Continue};
+
+use chrono::{DateTime, Utc};
+
+use super::candidates::{Step, waiting};
+use super::cleanup::{cancel_bot_smokes, cleanup_group};
+use super::guards::{
+    BranchFinding, Examination, ReadyPullRequest, SweepFinding, deletable_branch,
+    examine_pull_request, maintainer_sweep, ready_pull_request,
+};
+use super::liveness::Liveness;
+use super::{CandidateDecision, Facts, RunSeen, Seen, Verdict, decision};
+use crate::core::ledger::Session;
+use crate::core::outcome::{BranchOnCleanup, Outcome};
+use crate::core::plan::{
+    Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
+};
+use crate::core::recover::ledger_plan::OutcomeRecord;
+use crate::core::snapshot::PullRequestFact;
+
+/// The outcome the ledger records for a reconciled live session.
+pub(super) fn outcome_record(id: &str, parent_run: u64, outcome: Outcome) -> OutcomeRecord {
+    OutcomeRecord {
+        candidate: id.to_string(),
+        parent_run,
+        outcome,
+        agent_ran: true,
+    }
+}
+
+/// A live session whose parent ended: record its outcome, then clean up per the outcome.
+pub(super) fn reconcile(
+    facts: &Facts<'_>,
+    id: &str,
+    session: &Session,
+    pull: Option<&PullRequestFact>,
+    liveness: &Liveness,
+) -> Step<CandidateDecision> {
+    let ended_at = match facts.run_state(session.parent_run) {
+        RunSeen::Ended(ended_at) => ended_at.unwrap_or(session.started_at),
+        // `Alive::No` for a live session means its parent ended.
+        _ => session.started_at,
+    };
+    match pull {
+        Some(pull) => reconcile_open_pull_request(facts, id, session, pull, ended_at, liveness),
+        None => reconcile_without_open_pull_request(facts, id, session, ended_at, liveness),
+    }
+}
+
+/// A live session whose parent ended with its pull request open: a ready one stays ready only
+/// on a validated report; the guards must hold; then the outcome (the final sweep's success,
+/// else what the session reported, else `no-outcome`) is recorded and the draft cleaned up
+/// per the outcome, unless a maintainer committed to it.
+fn reconcile_open_pull_request(
+    facts: &Facts<'_>,
+    id: &str,
+    session: &Session,
+    pull: &PullRequestFact,
+    ended_at: DateTime<Utc>,
+    liveness: &Liveness,
+) -> Step<CandidateDecision> {
+    let parent = session.parent_run;
+    let pending = session.pending_outcome;
+    let number = Some(pull.number);
+    draft_at_reconcile(id, session, pull)?;
+    let (maintainer_commit, final_sweep_succeeded) =
+        guards_hold_at_reconcile(facts, pull, ended_at)?;
+    let (outcome, why) = reconciled_outcome(final_sweep_succeeded, pending);
+    let mut reason = format!("its parent run {parent} ended; {outcome}: {why}");
+    let group = match maintainer_commit {
+        Some(login) => {
+            reason.push_str(&format!(
+                "; #{} has a commit by {login}: left as it is",
+                pull.number
+            ));
+            None
+        }
+        None => Some(cleanup_group(
+            facts,
+            id,
+            Some(pull),
+            outcome,
+            LedgerExpectation::FinishedByThisPass { parent_run: parent },
+            liveness,
+            &mut reason,
+        )),
+    };
+    Continue(
+        decision(number, Verdict::Reconciled, Some(outcome), reason, group)
+            .recording(outcome_record(id, parent, outcome)),
+    )
+}
+
+/// A ready pull request of a reconciled session: reconciled as validated when the session
+/// reported validated (it marked it ready before its parent ended), else it needs inspection.
+fn draft_at_reconcile(id: &str, session: &Session, pull: &PullRequestFact) -> Step<()> {
+    let parent = session.parent_run;
+    let number = Some(pull.number);
+    let validated = session.pending_outcome == Some(Outcome::Validated);
+    match ready_pull_request(pull, validated) {
+        Some(ReadyPullRequest::Validated) => {
+            let reason = format!(
+                "its parent run {parent} ended after it reported validated; #{} stays ready",
+                pull.number
+            );
+            Break(
+                decision(
+                    number,
+                    Verdict::Reconciled,
+                    Some(Outcome::Validated),
+                    reason,
+                    None,
+                )
+                .recording(outcome_record(id, parent, Outcome::Validated)),
+            )
+        }
+        Some(ReadyPullRequest::Unexplained(reason)) => Break(decision(
+            number,
+            Verdict::NeedsInspection,
+            None,
+            reason,
+            None,
+        )),
+        None => Continue(()),
+    }
+}
+
+/// The §5 guards on a reconciled session's open pull request: an active sweep keeps it live, a
+/// finding or a failed read makes it need inspection, an unread detail waits. When they hold:
+/// the login of a maintainer's commit below the bot's head, and whether the final sweep on the
+/// head succeeded.
+fn guards_hold_at_reconcile(
+    facts: &Facts<'_>,
+    pull: &PullRequestFact,
+    ended_at: DateTime<Utc>,
+) -> Step<(Option<String>, bool)> {
+    let number = Some(pull.number);
+    match examine_pull_request(facts, pull, ended_at, "its parent ended") {
+        Examination::Clear {
+            active_sweep: Some(run),
+            ..
+        } => {
+            let reason = format!("sweep run {run} on its branch is active");
+            Break(decision(number, Verdict::Live, None, reason, None))
+        }
+        Examination::Clear {
+            maintainer_commit,
+            final_sweep_succeeded,
+            ..
+        } => Continue((maintainer_commit, final_sweep_succeeded)),
+        Examination::NeedsInspection { reason, .. } => Break(decision(
+            number,
+            Verdict::NeedsInspection,
+            None,
+            reason,
+            None,
+        )),
+        Examination::Waiting(what) => Break(waiting(number, &what)),
+    }
+}
+
+/// The outcome recorded for a reconciled session with an open pull request, and why: validated
+/// when the final sweep on its head succeeded, else the outcome it reported, else `no-outcome`.
+fn reconciled_outcome(
+    final_sweep_succeeded: bool,
+    pending: Option<Outcome>,
+) -> (Outcome, &'static str) {
+    if final_sweep_succeeded {
+        (Outcome::Validated, "the final sweep on its head succeeded")
+    } else if let Some(pending) = pending {
+        (pending, "the outcome it reported before its parent ended")
+    } else {
+        (Outcome::NoOutcome, "no outcome was reported")
+    }
+}
+
+/// A live session whose parent ended without an open pull request: its pull request was
+/// closed (by a maintainer: `closed-by-maintainer`), merged, or never opened. The outcome is
+/// recorded; the group sets the closed pull request's status label and, for an outcome that
+/// deletes the branch, cancels the bot's smoke runs and deletes the branch the bot closed.
+fn reconcile_without_open_pull_request(
+    facts: &Facts<'_>,
+    id: &str,
+    session: &Session,
+    ended_at: DateTime<Utc>,
+    liveness: &Liveness,
+) -> Step<CandidateDecision> {
+    let parent = session.parent_run;
+    let number = pull_request_of_session(facts, id, session)?;
+    let ending = how_its_pull_request_ended(facts, session, number)?;
+    let outcome = ending.outcome;
+    let mut reason = ending.reason;
+    // The label goes first, checked on a fresh read: a pull request reopened meanwhile (or
+    // handed off) stops the whole group, its branch included.
+    let (label, pull_request_check) =
+        closed_pull_request_label_checked(facts, number, outcome).unzip();
+    let mut actions: Vec<Action> = label.into_iter().collect();
+    if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+        let (branch_actions, branch_kept) =
+            branch_after_close(facts, id, number, ending.closed_by_bot, ended_at, liveness)?;
+        actions.extend(branch_actions);
+        if let Some(why) = branch_kept {
+            reason.push_str(&format!("; branch kept: {why}"));
+        }
+    }
+    let group = ActionGroup {
+        subject: id.to_string(),
+        candidate: Some(id.to_string()),
+        pull_request_check,
+        destructive: true,
+        ledger_expectation: LedgerExpectation::FinishedByThisPass { parent_run: parent },
+        independent: false,
+        actions,
+    };
+    Continue(
+        decision(
+            number,
+            Verdict::Reconciled,
+            Some(outcome),
+            reason,
+            Some(group),
+        )
+        .recording(outcome_record(id, parent, outcome)),
+    )
+}
+
+/// The pull request a session without an open one had: the one the ledger names, else the
+/// newest from its branch in this repository opened since the session started, else none.
+fn pull_request_of_session(facts: &Facts<'_>, id: &str, session: &Session) -> Step<Option<u64>> {
+    if let Some(number) = session.pull_request {
+        return Continue(Some(number));
+    }
+    let branch = facts.policy.candidate_branch(id);
+    match facts.branch_pull_requests(&branch) {
+        Seen::Known(pulls) => Continue(
+            pulls
+                .iter()
+                .filter(|pull| pull.from_this_repository && pull.created_at >= session.started_at)
+                .map(|pull| pull.number)
+                .max(),
+        ),
+        Seen::Failed(error) => {
+            let reason = format!("the pull requests of {branch} could not be read ({error})");
+            Break(decision(None, Verdict::NeedsInspection, None, reason, None))
+        }
+        Seen::Unread => Break(waiting(None, "its pull requests")),
+    }
+}
+
+/// How a reconciled session's pull request ended, when it is no longer open.
+struct ClosedEnding {
+    /// The outcome recorded for the session.
+    outcome: Outcome,
+    reason: String,
+    /// The bot closed it: only then may its branch go.
+    closed_by_bot: bool,
+}
+
+/// The outcome of a session whose pull request `number` is not open (or was never opened): the
+/// one it reported (else `no-outcome`) when it never opened one or the bot closed it, the one
+/// it reported (else validated) when merged, `closed-by-maintainer` when someone else closed
+/// it. A pull request that is open after all waits for the next pass.
+fn how_its_pull_request_ended(
+    facts: &Facts<'_>,
+    session: &Session,
+    number: Option<u64>,
+) -> Step<ClosedEnding> {
+    let parent = session.parent_run;
+    let fallback = session.pending_outcome.unwrap_or(Outcome::NoOutcome);
+    let Some(number) = number else {
+        return Continue(ClosedEnding {
+            outcome: fallback,
+            reason: format!(
+                "its parent run {parent} ended before it opened a pull request; {fallback}"
+            ),
+            closed_by_bot: false,
+        });
+    };
+    let issue = match facts.issue(number) {
+        Seen::Unread => return Break(waiting(Some(number), "who closed its pull request")),
+        Seen::Failed(error) => {
+            let reason = format!("#{number} could not be read ({error})");
+            return Break(decision(
+                Some(number),
+                Verdict::NeedsInspection,
+                None,
+                reason,
+                None,
+            ));
+        }
+        Seen::Known(issue) => issue,
+    };
+    if issue.open {
+        let reason = format!("#{number} is open but was not listed: left for the next pass");
+        return Break(decision(Some(number), Verdict::Skipped, None, reason, None));
+    }
+    Continue(if issue.merged {
+        let outcome = session.pending_outcome.unwrap_or(Outcome::Validated);
+        ClosedEnding {
+            outcome,
+            reason: format!("its parent run {parent} ended and #{number} was merged; {outcome}"),
+            closed_by_bot: false,
+        }
+    } else if issue.closed_by.as_deref() != Some(facts.policy.bot.as_str()) {
+        ClosedEnding {
+            outcome: Outcome::ClosedByMaintainer,
+            reason: format!(
+                "#{number} was closed unmerged by {}",
+                issue.closed_by.as_deref().unwrap_or("someone")
+            ),
+            closed_by_bot: false,
+        }
+    } else {
+        ClosedEnding {
+            outcome: fallback,
+            reason: format!(
+                "its parent run {parent} ended and #{number} was closed by the bot; {fallback}"
+            ),
+            closed_by_bot: true,
+        }
+    })
+}
+
+/// The status label of a closed pull request and the fresh read that must still find it
+/// closed, the bot's and not handed off before the label (and its group) goes ahead.
+fn closed_pull_request_label_checked(
+    facts: &Facts<'_>,
+    number: Option<u64>,
+    outcome: Outcome,
+) -> Option<(Action, PullRequestCheck)> {
+    let number = number?;
+    let action = closed_pull_request_label(facts, number, outcome)?;
+    let check = PullRequestCheck {
+        number,
+        head_sha: None,
+        author: facts.policy.bot.clone(),
+        draft: None,
+        handoff_label: facts.policy.handoff_label.clone(),
+        open: false,
+    };
+    Some((action, check))
+}
+
+/// The branch of a reconciled session whose pull request is closed, for an outcome that
+/// deletes it: no sweep a maintainer started since the parent ended (else it needs
+/// inspection), the bot's smoke runs cancelled, and the branch deleted when the bot closed the
+/// pull request, or why it is kept.
+fn branch_after_close(
+    facts: &Facts<'_>,
+    id: &str,
+    number: Option<u64>,
+    closed_by_bot: bool,
+    ended_at: DateTime<Utc>,
+    liveness: &Liveness,
+) -> Step<(Vec<Action>, Option<String>)> {
+    let branch = facts.policy.candidate_branch(id);
+    match maintainer_sweep(facts, &branch, ended_at, "its parent ended") {
+        SweepFinding::Clear => {}
+        SweepFinding::Maintainer(finding) => {
+            return Break(decision(
+                number,
+                Verdict::NeedsInspection,
+                None,
+                finding,
+                None,
+            ));
+        }
+        SweepFinding::Unread(what) => return Break(waiting(number, &what)),
+    }
+    let mut actions = cancel_bot_smokes(facts, id, liveness);
+    let mut kept = None;
+    if closed_by_bot && let Some(number) = number {
+        match deletable_branch(facts, &branch, number) {
+            Ok(Some(action)) => actions.push(action),
+            Ok(None) => {}
+            Err(BranchFinding::Waiting(what)) => return Break(waiting(Some(number), &what)),
+            Err(BranchFinding::Kept(why)) => kept = Some(why),
+        }
+    }
+    Continue((actions, kept))
+}
+
+/// The status label a reconciled session's closed (or merged) pull request shows from now on:
+/// its outcome's label, none for `closed-by-maintainer`, so that the list no longer says
+/// "in progress". A pull request handed off to maintainers is never touched.
+fn closed_pull_request_label(facts: &Facts<'_>, number: u64, outcome: Outcome) -> Option<Action> {
+    let Seen::Known(issue) = facts.issue(number) else {
+        return None;
+    };
+    let policy = facts.policy;
+    if issue.labels.contains(&policy.handoff_label) {
+        return None;
+    }
+    status_label_action_on(policy, number, &issue.labels, outcome.status_label())
+}
