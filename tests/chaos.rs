@@ -389,6 +389,28 @@ fn plan_pass(
     plan
 }
 
+/// `klaud finish`'s arguments for a planned finish pass.
+fn finish_arguments(plan: &PassPlan) -> Vec<String> {
+    let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
+    let mut arguments = vec![
+        "finish".to_string(),
+        "--candidate".into(),
+        candidate,
+        "--outcome".into(),
+        outcome.into(),
+        "--agent-outcome".into(),
+        agent.into(),
+        "--cancel-wait".into(),
+        "0".into(),
+        "--directory".into(),
+        "{dir}".into(),
+    ];
+    if park {
+        arguments.push("--park".into());
+    }
+    arguments
+}
+
 /// Runs one planned pass in process; `Ok` describes what it did.
 async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result<String, String> {
     let own_run = plan.own_run;
@@ -435,24 +457,8 @@ async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result
                 .map(|_| format!("wanted {:?}", plan.wanted))
         }
         _ => {
-            let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
-            let mut arguments = vec![
-                "finish".to_string(),
-                "--candidate".into(),
-                candidate.clone(),
-                "--outcome".into(),
-                outcome.into(),
-                "--agent-outcome".into(),
-                agent.into(),
-                "--cancel-wait".into(),
-                "0".into(),
-                "--directory".into(),
-                "{dir}".into(),
-            ];
-            if park {
-                arguments.push("--park".into());
-            }
-            step(server, own_run, cap, &arguments, false)
+            let (candidate, outcome, agent, _) = plan.finish.clone().expect("a finish plan");
+            step(server, own_run, cap, &finish_arguments(plan), false)
                 .await
                 .map(|_| format!("{candidate}: {outcome} ({agent})"))
         }
@@ -486,23 +492,7 @@ async fn dry_then_real(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> 
             listed
         }
         _ => {
-            let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
-            let mut arguments = vec![
-                "finish".to_string(),
-                "--candidate".into(),
-                candidate,
-                "--outcome".into(),
-                outcome.into(),
-                "--agent-outcome".into(),
-                agent.into(),
-                "--cancel-wait".into(),
-                "0".into(),
-                "--directory".into(),
-                "{dir}".into(),
-            ];
-            if park {
-                arguments.push("--park".into());
-            }
+            let arguments = finish_arguments(plan);
             let record = step(server, plan.own_run, cap, &arguments, true).await?;
             let listed = record
                 .map(|record| write_support::recorded_in_file(&record))

@@ -13,6 +13,8 @@
 
 #[path = "fake_github/mod.rs"]
 mod fake_github;
+#[path = "in_process_support/mod.rs"]
+mod in_process_support;
 #[path = "invariants/mod.rs"]
 mod invariants;
 #[path = "recover_support/mod.rs"]
@@ -26,7 +28,6 @@ use fake_github::{
     FakeGitHubHandle, FaultConfig, FaultRule, PullRequestSpec, PullState, RepoState,
 };
 use klaud::adapters::github::transport::RetryPolicy;
-use klaud::adapters::github::{GitHubClient, GitHubSettings};
 use klaud::core::ledger::{Ledger, SessionState};
 use klaud::shell::config::Config;
 use klaud::shell::github::GitHubConnection;
@@ -188,27 +189,12 @@ fn cut_off_listing(seed: u64, abandoned: u64) -> (FaultRule, String) {
 }
 
 fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
-    let mut settings = GitHubSettings::new(
-        &server.base_url(),
-        &server.graphql_url(),
-        BOT_TOKEN,
-        "acme/bench",
-    );
-    settings.retry = RetryPolicy {
-        attempts: 4,
-        base_delay: Duration::from_millis(2),
-        max_delay: Duration::from_millis(10),
-        secondary_wait_cap: Duration::from_secs(5),
-        secondary_default_wait: Duration::from_millis(5),
-        request_timeout: Duration::from_secs(10),
-    };
-    let client = GitHubClient::new(&settings).unwrap();
-    let label_client = client.with_token(LABEL_TOKEN).unwrap();
-    GitHubConnection::new(
-        client,
-        label_client,
-        settings.max_writes,
-        settings.max_reads,
+    in_process_support::connection_retrying(
+        server,
+        RetryPolicy {
+            request_timeout: Duration::from_secs(10),
+            ..in_process_support::fast_retries()
+        },
     )
 }
 

@@ -229,6 +229,21 @@ pub struct PullRequestCheck {
     pub open: bool,
 }
 
+impl PullRequestCheck {
+    /// The bot's open draft `pull` exactly as examined: still open, a draft, by the bot, at
+    /// the same head and not handed off.
+    pub fn examined_draft(policy: &Policy, pull: &PullRequestFact) -> Self {
+        PullRequestCheck {
+            number: pull.number,
+            head_sha: Some(pull.head_sha.clone()),
+            author: policy.bot.clone(),
+            draft: Some(true),
+            handoff_label: policy.handoff_label.clone(),
+            open: true,
+        }
+    }
+}
+
 /// What the ledger must still say about the group's candidate when the pass writes it, or the
 /// group is dropped (another pass or mode changed the candidate meanwhile).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -33,13 +33,18 @@ pub fn fast_retries() -> RetryPolicy {
 
 /// The bot's connection to `acme/bench` on `server`, labels written with the label token.
 pub fn connection(server: &FakeGitHubHandle) -> GitHubConnection {
+    connection_retrying(server, fast_retries())
+}
+
+/// [`connection`] with the retries of `retry`.
+pub fn connection_retrying(server: &FakeGitHubHandle, retry: RetryPolicy) -> GitHubConnection {
     let mut settings = GitHubSettings::new(
         &server.base_url(),
         &server.graphql_url(),
         BOT_TOKEN,
         "acme/bench",
     );
-    settings.retry = fast_retries();
+    settings.retry = retry;
     let client = GitHubClient::new(&settings).unwrap();
     let label_client = client.with_token(LABEL_TOKEN).unwrap();
     GitHubConnection::new(

@@ -24,14 +24,7 @@ pub(super) fn cleanup_group(
 ) -> ActionGroup {
     let policy = facts.policy;
     let mut actions = Vec::new();
-    let check = pull.map(|pull| PullRequestCheck {
-        number: pull.number,
-        head_sha: Some(pull.head_sha.clone()),
-        author: policy.bot.clone(),
-        draft: Some(true),
-        handoff_label: policy.handoff_label.clone(),
-        open: true,
-    });
+    let check = pull.map(|pull| PullRequestCheck::examined_draft(policy, pull));
     match outcome.branch_on_cleanup() {
         BranchOnCleanup::KeptReady => {
             if let Some(pull) = pull {

@@ -137,14 +137,7 @@ fn resume(
     let group = ActionGroup {
         subject: id.clone(),
         candidate: Some(id.clone()),
-        pull_request_check: Some(PullRequestCheck {
-            number: pull.number,
-            head_sha: Some(pull.head_sha.clone()),
-            author: policy.bot.clone(),
-            draft: Some(true),
-            handoff_label: policy.handoff_label.clone(),
-            open: true,
-        }),
+        pull_request_check: Some(PullRequestCheck::examined_draft(policy, pull)),
         destructive: false,
         ledger_expectation: LedgerExpectation::ResumedByThisPass,
         independent: false,
