@@ -389,6 +389,21 @@ fn plan_pass(
     plan
 }
 
+/// The policy and settings of a recovery pass as run `own_run` under the cap `cap`.
+fn recover_pass(cap: u32, own_run: u64) -> (klaud::core::policy::Policy, PassSettings) {
+    let policy = Config {
+        bot: BOT.into(),
+        ..Config::default()
+    }
+    .policy(cap, 1.0);
+    let settings = PassSettings {
+        own_run,
+        now: Utc::now(),
+        inspections: INSPECTIONS_PER_PASS,
+    };
+    (policy, settings)
+}
+
 /// `klaud finish`'s arguments for a planned finish pass.
 fn finish_arguments(plan: &PassPlan) -> Vec<String> {
     let (candidate, outcome, agent, park) = plan.finish.clone().expect("a finish plan");
@@ -416,16 +431,7 @@ async fn execute(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> Result
     let own_run = plan.own_run;
     match plan.mode {
         "recover" => {
-            let policy = Config {
-                bot: BOT.into(),
-                ..Config::default()
-            }
-            .policy(cap, 1.0);
-            let settings = PassSettings {
-                own_run,
-                now: Utc::now(),
-                inspections: INSPECTIONS_PER_PASS,
-            };
+            let (policy, settings) = recover_pass(cap, own_run);
             run_pass(&connection(server), &policy, &settings)
                 .await
                 .map(|report| {
@@ -471,16 +477,7 @@ async fn dry_then_real(server: &FakeGitHubHandle, cap: u32, plan: &PassPlan) -> 
     server.clear_request_log();
     let listed = match plan.mode {
         "recover" => {
-            let policy = Config {
-                bot: BOT.into(),
-                ..Config::default()
-            }
-            .policy(cap, 1.0);
-            let settings = PassSettings {
-                own_run: plan.own_run,
-                now: Utc::now(),
-                inspections: INSPECTIONS_PER_PASS,
-            };
+            let (policy, settings) = recover_pass(cap, plan.own_run);
             let dry = run_pass(&connection(server).recording(), &policy, &settings).await?;
             let listed = write_support::recorded(&dry.dry_run_writes);
             let sent_by_the_dry_run = write_support::sent(&server.request_log());
