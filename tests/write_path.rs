@@ -169,6 +169,10 @@ async fn the_first_pass_on_the_standard_scenario_clears_the_backlog_within_the_t
         "leftover bot branches left: {bot_branches_left:?}"
     );
     let requests = first.requests.counts;
+    println!(
+        "first pass: {} reads, {} write requests",
+        requests.reads, requests.writes
+    );
     assert!(requests.reads <= 30, "{} reads (target 30)", requests.reads);
     assert!(
         requests.writes <= 20,

@@ -1,16 +1,16 @@
 //! The re-checks made just before a change, one per kind of target: a pull request is read
 //! again and compared with what the decision examined; a branch whose deletion rests on a close
 //! goes only while GitHub still says the bot closed that pull request (every such pull request
-//! read in one batched request). Refs are checked by GitHub itself (`refs`), runs by their cancel
-//! (a completed run answers 409).
+//! read in one batched request); a run is read again before it is cancelled (still running,
+//! started and last run by the bot). Refs are checked by GitHub itself (`refs`).
 
 use std::collections::BTreeSet;
 
-use super::{ActionResult, Executor, STOPPED};
+use super::{ActionResult, Effect, Executor, STOPPED};
 use crate::adapters::github::batch::DetailBatch;
-use crate::core::ownership::closed_by_the_bot as closed_by;
+use crate::core::ownership::{closed_by_the_bot as closed_by, started_by_someone_else};
 use crate::core::plan::{Action, PullRequestCheck};
-use crate::shell::gather::{describe, issue_fact};
+use crate::shell::gather::{describe, issue_fact, run_fact};
 
 /// The pull request as re-read just before it is changed.
 pub(super) struct FreshPullRequest {
@@ -70,6 +70,29 @@ pub(super) async fn pull_request(
             node_id: pull.node_id,
             labels,
         }),
+    }
+}
+
+/// Re-reads a run just before it is cancelled: one that ended or is gone is left as it is, and
+/// one started or re-run by anyone but the bot since it was examined (a maintainer's re-run
+/// keeps its run id) is left running.
+pub(super) async fn run(executor: &Executor<'_>, run_id: u64) -> Result<(), ActionResult> {
+    if executor.halted() {
+        return Err(ActionResult::NotAttempted(STOPPED.into()));
+    }
+    let run = match executor.bot().workflow_run(run_id).await {
+        Ok(run) => run_fact(&run),
+        Err(error) if error.is_not_found() => return Err(ActionResult::Done(Effect::AlreadyGone)),
+        Err(error) => return Err(executor.failure(&error)),
+    };
+    if !run.active {
+        return Err(ActionResult::Done(Effect::AlreadyCompleted));
+    }
+    match started_by_someone_else(&run, &executor.settings.bot) {
+        Some(login) => Err(ActionResult::Dropped(format!(
+            "run {run_id} was started or re-run by {login}: left running"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -7,8 +7,9 @@
 //!   ([`checks`]): a pull request is read again before its group's first change to it (open or
 //!   closed, author, head, draft, no handoff label); a branch goes only while GitHub still says
 //!   the bot closed its pull request (one batched read for all of them); a ref is deleted only
-//!   while it still points at the sha checked, which GitHub itself enforces ([`refs`]). A run
-//!   that completed meanwhile is not cancelled (GitHub answers 409).
+//!   while it still points at the sha checked, which GitHub itself enforces ([`refs`]); a run is
+//!   read again before it is cancelled, and one that ended or that someone else re-ran is left
+//!   as it is.
 //! - Cancelled runs are waited for (bounded by `cancel_wait`) before the same group changes its
 //!   pull request, so a cancelled run cannot write to it afterwards.
 //! - Writes are charged to the pass's allowances as they are sent: one for candidates' groups,
@@ -466,6 +467,11 @@ impl Executor<'_> {
         }
         if fresh.is_none() && needs_fresh_read(action) {
             return ActionResult::Failed("no fresh read of the pull request".into());
+        }
+        if let Action::CancelRun { run_id, .. } = action
+            && let Err(result) = checks::run(self, *run_id).await
+        {
+            return result;
         }
         if !allowance.take(action.writes()) {
             return ActionResult::NotAttempted(BUDGET_REACHED.into());
