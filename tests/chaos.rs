@@ -342,6 +342,16 @@ fn ledger_of(state: &RepoState) -> Ledger {
         .unwrap_or_default()
 }
 
+/// The candidates whose session is live or parked.
+fn open_sessions(ledger: &Ledger) -> Vec<String> {
+    ledger
+        .sessions
+        .iter()
+        .filter(|session| session.state != SessionState::Finished)
+        .map(|session| session.candidate.clone())
+        .collect()
+}
+
 /// One pass to run: its mode, its run and its inputs, drawn before it starts.
 struct PassPlan {
     mode: &'static str,
@@ -524,13 +534,7 @@ async fn dry_run_scenario(seed: u64) -> Result<usize, String> {
     for pass in 0..random.range(3, 6) {
         // A maintainer or the bot may act first; both runs see the same state.
         server.with_state(|state| act(&mut random, state));
-        let ledger = ledger_of(&server.state());
-        let open: Vec<String> = ledger
-            .sessions
-            .iter()
-            .filter(|session| session.state != SessionState::Finished)
-            .map(|session| session.candidate.clone())
-            .collect();
+        let open = open_sessions(&ledger_of(&server.state()));
         let mut plan = plan_pass(&mut random, &scenario, &open, &server);
         if plan.mode == "select" {
             plan.mode = "recover";
@@ -591,12 +595,7 @@ async fn scenario(seed: u64, verbose: bool) -> Result<Tally, String> {
         }
         let before = server.state();
         let ledger = ledger_of(&before);
-        let open: Vec<String> = ledger
-            .sessions
-            .iter()
-            .filter(|session| session.state != SessionState::Finished)
-            .map(|session| session.candidate.clone())
-            .collect();
+        let open = open_sessions(&ledger);
         // Now and then two passes run at once.
         let plans: Vec<PassPlan> = (0..if random.chance(0.25) { 2 } else { 1 })
             .map(|_| plan_pass(&mut random, &scenario, &open, &server))
