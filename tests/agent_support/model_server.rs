@@ -1,0 +1,465 @@
+//! The scripted model server: the Messages API on 127.0.0.1 answering the agent loop from a
+//! queue of [`Turn`]s, side requests and the start-up probe with fixed answers, and a log of
+//! everything the CLI sent. Which request belongs to the agent loop is decided by
+//! [`classify`]; the module docs of `agent_support` say what the CLI sends.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+/// What a side request (one outside the agent loop) is answered with.
+pub const SIDE_REQUEST_ANSWER: &str = "ok";
+/// What the agent loop is answered with once the script is used up.
+pub const SCRIPT_EXHAUSTED_ANSWER: &str = "done";
+
+/// One scripted answer of the model to the agent loop.
+#[derive(Clone, Debug)]
+pub struct Turn {
+    reply: Reply,
+    delay: Duration,
+}
+
+#[derive(Clone, Debug)]
+enum Reply {
+    /// Assistant text; `stop_reason: end_turn`.
+    Text(String),
+    /// One `tool_use` block for the `Bash` tool; `stop_reason: tool_use`.
+    Bash {
+        command: String,
+        description: String,
+    },
+}
+
+impl Turn {
+    /// The model ends its turn with this text.
+    pub fn text(text: impl Into<String>) -> Turn {
+        Turn {
+            reply: Reply::Text(text.into()),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// The model asks the CLI to run `command` with its `Bash` tool.
+    pub fn bash(command: impl Into<String>, description: impl Into<String>) -> Turn {
+        Turn {
+            reply: Reply::Bash {
+                command: command.into(),
+                description: description.into(),
+            },
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// The same turn, answered only after `delay` (nothing is sent before).
+    pub fn delay(self, delay: Duration) -> Turn {
+        Turn { delay, ..self }
+    }
+}
+
+/// How the server read one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// A `POST /v1/messages` of the agent loop: answered from the script.
+    AgentLoop,
+    /// A `POST /v1/messages` outside the agent loop (no tools offered, or another system
+    /// prompt: a prompt hook's evaluation, a subagent): answered with [`SIDE_REQUEST_ANSWER`].
+    Side,
+    /// `HEAD /api/hello`, the reachability probe the CLI sends at start: answered 200.
+    Probe,
+    /// Anything else: answered 404 with an API error body.
+    Unknown,
+}
+
+/// One request as received.
+#[derive(Clone, Debug)]
+pub struct LoggedRequest {
+    pub method: String,
+    /// Path and query, e.g. `/v1/messages?beta=true`.
+    pub uri: String,
+    pub kind: RequestKind,
+    /// The body as JSON (`Value::Null` when empty or not JSON).
+    pub body: Value,
+}
+
+/// The body of one `POST /v1/messages`, with readers for what tests look at.
+#[derive(Clone, Debug)]
+pub struct ModelRequest {
+    pub body: Value,
+}
+
+impl ModelRequest {
+    /// The conversation as sent: `user`, `assistant` and (mid-conversation) `system` messages.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// Every text on the non-assistant side of the conversation, in order: the `user` and
+    /// `system` messages' string contents and `text` blocks, and the content of each
+    /// `tool_result` block (a string, or its `text` blocks one by one).
+    pub fn user_texts(&self) -> Vec<String> {
+        let mut texts = Vec::new();
+        for message in self.messages() {
+            if message["role"] == "assistant" {
+                continue;
+            }
+            push_texts(&message["content"], &mut texts);
+        }
+        texts
+    }
+
+    /// The `tool_use` blocks of the assistant messages sent back, in order.
+    pub fn tool_uses(&self) -> Vec<Value> {
+        self.messages()
+            .iter()
+            .filter(|message| message["role"] == "assistant")
+            .filter_map(|message| message["content"].as_array())
+            .flatten()
+            .filter(|block| block["type"] == "tool_use")
+            .cloned()
+            .collect()
+    }
+
+    /// The system prompt's text (its blocks' texts joined by newlines).
+    pub fn system_text(&self) -> String {
+        system_text(&self.body)
+    }
+}
+
+fn push_texts(content: &Value, texts: &mut Vec<String>) {
+    match content {
+        Value::String(text) => texts.push(text.clone()),
+        Value::Array(blocks) => {
+            for block in blocks {
+                match block["type"].as_str() {
+                    Some("text") => {
+                        texts.push(block["text"].as_str().unwrap_or_default().to_string())
+                    }
+                    Some("tool_result") => push_texts(&block["content"], texts),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn system_text(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|block| block["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn offers_tools(body: &Value) -> bool {
+    body["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty())
+}
+
+/// Reads a `POST /v1/messages` body as the agent loop's or a side request. The agent loop's
+/// first request is the first one that offers tools (the CLI starts the loop before anything
+/// else asks the model); its system prompt, which the CLI sends unchanged on every request of
+/// the loop, tells the later ones apart from subagents (same tools, their own prompt).
+/// `agent_loop_system` is that prompt once known.
+pub fn classify(body: &Value, agent_loop_system: Option<&str>) -> RequestKind {
+    if !offers_tools(body) {
+        return RequestKind::Side;
+    }
+    match agent_loop_system {
+        None => RequestKind::AgentLoop,
+        Some(system) if system == system_text(body) => RequestKind::AgentLoop,
+        Some(_) => RequestKind::Side,
+    }
+}
+
+#[derive(Default)]
+struct Recorded {
+    script: VecDeque<Turn>,
+    agent_loop_system: Option<String>,
+    log: Vec<LoggedRequest>,
+    agent_loop: Vec<ModelRequest>,
+    side: Vec<ModelRequest>,
+    answers_after_script: usize,
+}
+
+#[derive(Clone)]
+struct Shared(Arc<Mutex<Recorded>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Recorded> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running model server; dropping it stops the server (answers still being delayed are
+/// abandoned).
+pub struct ModelServer {
+    base_url: String,
+    shared: Shared,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ModelServer {
+    /// Serves the Messages API on 127.0.0.1 at a free port, the agent loop answered by `script`
+    /// in order.
+    pub fn start(script: impl IntoIterator<Item = Turn>) -> ModelServer {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind 127.0.0.1:0");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let address = listener.local_addr().expect("the listener's address");
+        let shared = Shared(Arc::new(Mutex::new(Recorded {
+            script: script.into_iter().collect(),
+            ..Recorded::default()
+        })));
+        let app = Router::new().fallback(answer).with_state(shared.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("model-server-{}", address.port()))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime for the model server");
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)
+                        .expect("the listener joins the runtime");
+                    // Not a graceful shutdown: a delayed answer must not hold the test up.
+                    tokio::select! {
+                        _ = axum::serve(listener, app) => {}
+                        _ = stopped => {}
+                    }
+                });
+                // Dropping the runtime here drops the connection tasks still running.
+            })
+            .expect("spawn the model server thread");
+        ModelServer {
+            base_url: format!("http://{address}"),
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, the CLI's `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        self.base_url.clone()
+    }
+
+    /// Every request received, in order.
+    pub fn request_log(&self) -> Vec<LoggedRequest> {
+        self.shared.lock().log.clone()
+    }
+
+    /// Requests the server did not recognize (answered 404), as `METHOD uri`.
+    pub fn unknown_requests(&self) -> Vec<String> {
+        self.request_log()
+            .into_iter()
+            .filter(|request| request.kind == RequestKind::Unknown)
+            .map(|request| format!("{} {}", request.method, request.uri))
+            .collect()
+    }
+
+    /// The agent loop's requests, in order (one per model turn).
+    pub fn agent_loop_requests(&self) -> Vec<ModelRequest> {
+        self.shared.lock().agent_loop.clone()
+    }
+
+    /// The `POST /v1/messages` requests outside the agent loop, in order.
+    pub fn side_requests(&self) -> Vec<ModelRequest> {
+        self.shared.lock().side.clone()
+    }
+
+    /// The non-assistant texts of the whole conversation, in order (each request of the loop
+    /// re-sends the conversation, so these are the last request's; see
+    /// [`ModelRequest::user_texts`]). Empty before the first request.
+    pub fn user_texts(&self) -> Vec<String> {
+        self.agent_loop_requests()
+            .last()
+            .map(ModelRequest::user_texts)
+            .unwrap_or_default()
+    }
+
+    /// Scripted turns not yet used.
+    pub fn turns_left(&self) -> usize {
+        self.shared.lock().script.len()
+    }
+
+    /// How often the agent loop asked after the script was used up (each answered
+    /// [`SCRIPT_EXHAUSTED_ANSWER`]).
+    pub fn answers_after_script(&self) -> usize {
+        self.shared.lock().answers_after_script
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let path = uri.path();
+    let is_messages = method == Method::POST && path == "/v1/messages";
+    let is_probe = (method == Method::HEAD || method == Method::GET) && path == "/api/hello";
+    let (kind, turn, sequence) = {
+        let mut recorded = shared.lock();
+        let kind = if is_messages {
+            classify(&body, recorded.agent_loop_system.as_deref())
+        } else if is_probe {
+            RequestKind::Probe
+        } else {
+            RequestKind::Unknown
+        };
+        let turn = match kind {
+            RequestKind::AgentLoop => {
+                if recorded.agent_loop_system.is_none() {
+                    recorded.agent_loop_system = Some(system_text(&body));
+                }
+                recorded
+                    .agent_loop
+                    .push(ModelRequest { body: body.clone() });
+                let turn = recorded.script.pop_front();
+                if turn.is_none() {
+                    recorded.answers_after_script += 1;
+                }
+                Some(turn.unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED_ANSWER)))
+            }
+            RequestKind::Side => {
+                recorded.side.push(ModelRequest { body: body.clone() });
+                Some(Turn::text(SIDE_REQUEST_ANSWER))
+            }
+            RequestKind::Probe | RequestKind::Unknown => None,
+        };
+        recorded.log.push(LoggedRequest {
+            method: method.to_string(),
+            uri: uri.to_string(),
+            kind,
+            body: body.clone(),
+        });
+        (kind, turn, recorded.log.len())
+    };
+    match (kind, turn) {
+        (_, Some(turn)) => {
+            if !turn.delay.is_zero() {
+                tokio::time::sleep(turn.delay).await;
+            }
+            message_response(&turn.reply, &body, sequence)
+        }
+        (RequestKind::Probe, None) => response(StatusCode::OK, "text/plain", Body::empty()),
+        _ => response(
+            StatusCode::NOT_FOUND,
+            "application/json",
+            Body::from(
+                json!({
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": format!("no route for {method} {uri}")}
+                })
+                .to_string(),
+            ),
+        ),
+    }
+}
+
+fn response(status: StatusCode, content_type: &str, body: Body) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(body)
+        .expect("a valid response")
+}
+
+/// The assistant message for `reply`, as server-sent events when the request asked for a
+/// stream (the CLI always does) and as one JSON message otherwise. `sequence` makes the
+/// message and tool-use ids unique within the server.
+fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response {
+    let model = request["model"].as_str().unwrap_or("scripted-model");
+    let (block, stop_reason) = match reply {
+        Reply::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
+        Reply::Bash {
+            command,
+            description,
+        } => (
+            json!({
+                "type": "tool_use",
+                "id": format!("toolu_scripted_{sequence}"),
+                "name": "Bash",
+                "input": {"command": command, "description": description},
+            }),
+            "tool_use",
+        ),
+    };
+    let id = format!("msg_scripted_{sequence}");
+    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    if request["stream"] != true {
+        let message = json!({
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [block], "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+        });
+        return response(
+            StatusCode::OK,
+            "application/json",
+            Body::from(message.to_string()),
+        );
+    }
+    let (start_block, delta) = match reply {
+        Reply::Text(text) => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": text}),
+        ),
+        Reply::Bash { .. } => {
+            let input = block["input"].to_string();
+            let mut start = block.clone();
+            start["input"] = json!({});
+            (
+                start,
+                json!({"type": "input_json_delta", "partial_json": input}),
+            )
+        }
+    };
+    let events = [
+        json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        }}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start_block}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+            "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ];
+    let stream: String = events
+        .iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().expect("every event has a type")
+            )
+        })
+        .collect();
+    response(StatusCode::OK, "text/event-stream", Body::from(stream))
+}
