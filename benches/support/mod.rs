@@ -59,6 +59,8 @@ pub fn ledger_of(sessions: &[ScenarioSession]) -> Ledger {
             agent_ran: true,
             pull_request: session.pull_request,
             pending_outcome: None,
+            attempts: Vec::new(),
+            resuming: None,
         });
         if session.state == ScenarioState::Live {
             ledger.claims.push(Claim {

@@ -18,6 +18,14 @@ pub const CANDIDATE_ID_PATTERN: &str = "[A-Za-z0-9._-]{1,80}";
 static CANDIDATE_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^{CANDIDATE_ID_PATTERN}$")).expect("valid pattern"));
 
+/// Matches [`CANDIDATE_ID_PATTERN`]; also the rule of the short codes that reach comments.
+pub fn is_candidate_id(text: &str) -> bool {
+    (1..=80).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 static COMMIT_SHA: LazyLock<Regex> =
     LazyLock::new(|| Regex::new("^[0-9a-fA-F]{40}$").expect("valid pattern"));
 

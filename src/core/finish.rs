@@ -11,11 +11,13 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::ledger::{Ledger, Session, SessionState};
+use super::ledger::{AttemptEnd, Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
-use super::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action};
-use super::policy::Policy;
+use super::plan::{
+    Action, ActionGroup, LedgerExpectation, MarkedComment, PullRequestCheck, status_label_action,
+};
+use super::policy::{Policy, SessionLimits};
 use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
 
 /// What the agent's workflow reported.
@@ -27,6 +29,50 @@ pub struct FinishRequest {
     pub agent_ran: bool,
     /// Leave the session parked instead of finishing it.
     pub park: bool,
+    /// This job's run (`GITHUB_RUN_ID`): its attempt, if `session` adopted one, is ended.
+    pub run: u64,
+    /// Why the attempt ends: its time ran out (parked), or the session's outcome.
+    pub attempt_end: AttemptEnd,
+    /// The runs on the session's branch this job saw, kept with the attempt.
+    pub runs_seen: Vec<u64>,
+}
+
+/// What the deadline means for a job that ends without an outcome (contract §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineVerdict {
+    /// The job ended before its deadline, reported an outcome, or ran no adopted attempt.
+    NotReached,
+    /// Its time ran out with jobs left: the session is parked to continue in a new job.
+    Park { attempt: u32, max_attempts: u32 },
+    /// Its time ran out in the last job the session may take: it ends `no-outcome`.
+    OutOfAttempts { attempts: u32 },
+}
+
+/// Whether this job's agent step ran out of time: it ended in failure or was cancelled, left no
+/// valid outcome, and the deadline of the attempt this run adopted has passed.
+pub fn deadline_verdict(
+    session: &Session,
+    run: u64,
+    agent_step_failed: bool,
+    outcome_reported: bool,
+    limits: SessionLimits,
+    now: DateTime<Utc>,
+) -> DeadlineVerdict {
+    let Some(attempt) = session.attempts.iter().rev().find(|a| a.run == run) else {
+        return DeadlineVerdict::NotReached;
+    };
+    if !agent_step_failed || outcome_reported || now < attempt.deadline {
+        return DeadlineVerdict::NotReached;
+    }
+    let taken = session.attempts.len() as u32;
+    if taken < limits.max_attempts {
+        DeadlineVerdict::Park {
+            attempt: attempt.number,
+            max_attempts: limits.max_attempts,
+        }
+    } else {
+        DeadlineVerdict::OutOfAttempts { attempts: taken }
+    }
 }
 
 /// The facts `finish` reads about one candidate.
@@ -101,8 +147,9 @@ impl FinishPlan {
     pub fn action_group(&self, receipt_body: String, parent_run: u64) -> Option<ActionGroup> {
         let mut actions = self.cancel.clone();
         if let (true, Some(number)) = (self.receipt, self.pull_request) {
-            actions.push(Action::PostReceipt {
+            actions.push(Action::PostMarkedComment {
                 pull_request: number,
+                comment: MarkedComment::Receipt,
                 marker: receipt_marker(&self.candidate, parent_run),
                 body: receipt_body,
             });
@@ -572,9 +619,24 @@ pub fn record(
     now: DateTime<Utc>,
 ) -> Option<Ledger> {
     let mut next = ledger.clone();
-    let open = next.sessions.iter_mut().rev().find(|session| {
+    let mut open = next.sessions.iter_mut().rev().find(|session| {
         session.candidate == request.candidate && session.state != SessionState::Finished
     });
+    if let Some(attempt) = open
+        .as_deref_mut()
+        .and_then(|session| {
+            session
+                .attempts
+                .iter_mut()
+                .rev()
+                .find(|a| a.run == request.run)
+        })
+        .filter(|attempt| attempt.end.is_none())
+    {
+        attempt.end = Some(request.attempt_end);
+        attempt.ended_at = Some(now);
+        attempt.runs = request.runs_seen.clone();
+    }
     match plan.cleanup {
         Cleanup::LeftAlone | Cleanup::Parked => {
             let session = open?;
@@ -617,7 +679,7 @@ pub fn receipt_body(
         plan.candidate, plan.outcome
     ));
     if plan.cleanup == Cleanup::Parked {
-        body.push_str(", parked until there is room to continue");
+        body.push_str(", parked: it continues in a new job when there is room");
     }
     body.push_str(&format!("\n\n- agent step: {agent_outcome}"));
     if let Some(code) = reason_code {

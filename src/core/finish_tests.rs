@@ -26,6 +26,8 @@ fn session() -> Session {
         agent_ran: true,
         pull_request: Some(3),
         pending_outcome: None,
+        attempts: Vec::new(),
+        resuming: None,
     }
 }
 
@@ -35,6 +37,9 @@ fn request(outcome: Outcome) -> FinishRequest {
         outcome,
         agent_ran: true,
         park: false,
+        run: 70,
+        attempt_end: AttemptEnd::Finished,
+        runs_seen: Vec::new(),
     }
 }
 

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::Outcome;
 
-/// The document version this code writes. Version 1 (klaud 0.1.0) is read and upgraded:
-/// its `kept` entries named their object and verdict in prose (`branch:<name>`,
-/// `pull-request:<n>`, a reason starting `needs inspection: ` or `left alone: `).
-pub const LEDGER_VERSION: u32 = 2;
+/// The document version this code writes. Older versions are read and upgraded: version 1
+/// (klaud 0.1.0) named its `kept` entries' object and verdict in prose (`branch:<name>`,
+/// `pull-request:<n>`, a reason starting `needs inspection: ` or `left alone: `); version 2 had
+/// no session attempts (`attempts`, `resuming`), which version 3 adds with empty defaults.
+pub const LEDGER_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -66,6 +67,84 @@ pub struct Session {
     /// An outcome the session reported before its parent ended, used when it is reconciled.
     #[serde(default)]
     pub pending_outcome: Option<Outcome>,
+    /// The jobs that ran this session, oldest first (contract §9): each adopted by `session`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Set when recovery resumed the parked session: one job of the candidate workflow it
+    /// dispatched may adopt it, and clears this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resuming: Option<Resuming>,
+}
+
+/// One job of a session, adopted by `session`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Attempt {
+    /// 1 for the first job of the session.
+    pub number: u32,
+    /// The run id of the job (`GITHUB_RUN_ID`).
+    pub run: u64,
+    pub adopted_at: DateTime<Utc>,
+    /// When the job's time is up (adoption plus `session.time-limit-minutes`).
+    pub deadline: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// How the job ended; absent while it runs (or when it died without anyone seeing it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<AttemptEnd>,
+    /// The smoke and sweep runs seen on the session's branch when the job ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<u64>,
+    /// The agent's notes during this job, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+    /// Notes of this job dropped from `notes` to keep the session's log bounded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub notes_folded: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+/// How one job of a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttemptEnd {
+    /// `finish` recorded the session's outcome.
+    Finished,
+    /// The deadline passed without an outcome: `finish` parked the session to go on in a new job.
+    TimeRanOut,
+    /// The job ended without `finish` (killed, cancelled): recovery parked or ended the session.
+    JobEnded,
+}
+
+impl AttemptEnd {
+    /// The serde spelling, for logs and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttemptEnd::Finished => "finished",
+            AttemptEnd::TimeRanOut => "time-ran-out",
+            AttemptEnd::JobEnded => "job-ended",
+        }
+    }
+}
+
+/// One entry of a session's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Note {
+    pub at: DateTime<Utc>,
+    pub text: String,
+}
+
+/// A resume recovery dispatched, waiting for its job to adopt the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Resuming {
+    /// The recovery run that dispatched the candidate workflow.
+    pub by_run: u64,
+    pub at: DateTime<Utc>,
 }
 
 fn agent_ran_by_default() -> bool {
@@ -155,7 +234,7 @@ pub enum LedgerReadError {
 }
 
 /// Version 1 → 2: each `kept` entry's prose object and verdict become typed; everything else is
-/// the same.
+/// the same. (Version 2 → 3 only adds fields with empty defaults.)
 fn upgrade_version_1(document: &mut serde_json::Value) -> Result<(), LedgerReadError> {
     let invalid = |what: String| LedgerReadError::Invalid(format!("version 1 kept entry: {what}"));
     if let Some(entries) = document
@@ -192,7 +271,6 @@ fn upgrade_version_1(document: &mut serde_json::Value) -> Result<(), LedgerReadE
             entry["reason"] = serde_json::json!(reason);
         }
     }
-    document["version"] = serde_json::json!(LEDGER_VERSION);
     Ok(())
 }
 
@@ -240,7 +318,10 @@ impl Ledger {
         if version < u64::from(LEDGER_VERSION) {
             let mut document: serde_json::Value = serde_json::from_str(text)
                 .map_err(|error| LedgerReadError::Invalid(error.to_string()))?;
-            upgrade_version_1(&mut document)?;
+            if version == 1 {
+                upgrade_version_1(&mut document)?;
+            }
+            document["version"] = serde_json::json!(LEDGER_VERSION);
             return serde_json::from_value(document)
                 .map_err(|error| LedgerReadError::Invalid(error.to_string()));
         }
@@ -312,6 +393,8 @@ impl Ledger {
             agent_ran: true,
             pull_request: None,
             pending_outcome: None,
+            attempts: Vec::new(),
+            resuming: None,
         });
         Ok(())
     }
@@ -419,8 +502,8 @@ mod tests {
 
     #[test]
     fn a_newer_version_is_refused_not_misread() {
-        let error = Ledger::from_json(r#"{"version": 3, "sessions": []}"#).unwrap_err();
-        assert_eq!(error, LedgerReadError::NewerVersion { found: 3 });
+        let error = Ledger::from_json(r#"{"version": 4, "sessions": []}"#).unwrap_err();
+        assert_eq!(error, LedgerReadError::NewerVersion { found: 4 });
     }
 
     #[test]

@@ -99,6 +99,30 @@ impl Outcome {
         }
     }
 
+    /// What the outcome means, for the agent (the outcome schema, the session context) and
+    /// readers of the receipt.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Outcome::Validated => {
+                "the change works: a sweep run succeeded on the pull request's exact head"
+            }
+            Outcome::NoCapacity => {
+                "no runner or hardware was available to test it; retried next wave"
+            }
+            Outcome::MissingAssets => "assets the runs need (images, datasets) are not available",
+            Outcome::WeightsMissing => "the model weights are not available",
+            Outcome::Incompatible => "the configuration cannot work with this candidate",
+            Outcome::Inconclusive => "the runs finished but do not say whether the change works",
+            Outcome::Failed => "the change does not work: smoke or sweep runs failed",
+            Outcome::NoOutcome => "the session ended without deciding",
+            Outcome::ClosedByMaintainer => "a maintainer closed the pull request",
+            Outcome::Handoff => "a maintainer took the pull request over",
+            Outcome::Duplicate => "another pull request already makes this change",
+            Outcome::Retired => "the candidate is no longer wanted",
+            Outcome::AlreadyUpdated => "the published configuration already has this change",
+        }
+    }
+
     /// Names written by the reference implementation that are read back as this outcome.
     pub fn legacy_names(self) -> &'static [&'static str] {
         match self {

@@ -57,10 +57,11 @@ pub enum Action {
         name: String,
         expected_sha: String,
     },
-    /// Post the session's completion receipt, or refresh the bot's comment carrying `marker` in
-    /// place (nothing is sent when its text is already `body`).
-    PostReceipt {
+    /// Post one of klaud's comments, or refresh the bot's comment carrying `marker` in place
+    /// (nothing is sent when its text is already `body`).
+    PostMarkedComment {
         pull_request: u64,
+        comment: MarkedComment,
         marker: String,
         body: String,
     },
@@ -72,6 +73,25 @@ pub enum Action {
     },
 }
 
+/// Which of klaud's comments a [`Action::PostMarkedComment`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MarkedComment {
+    /// The completion receipt `finish` posts.
+    Receipt,
+    /// The session log `note` keeps.
+    SessionLog,
+}
+
+impl MarkedComment {
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkedComment::Receipt => "completion receipt",
+            MarkedComment::SessionLog => "session log",
+        }
+    }
+}
+
 impl Action {
     /// The pull request this action changes, if any.
     pub fn pull_request(&self) -> Option<u64> {
@@ -81,7 +101,7 @@ impl Action {
             | Action::MarkReady { pull_request, .. }
             | Action::ConvertToDraft { pull_request, .. }
             | Action::ClosePullRequest { pull_request }
-            | Action::PostReceipt { pull_request, .. } => Some(*pull_request),
+            | Action::PostMarkedComment { pull_request, .. } => Some(*pull_request),
             _ => None,
         }
     }
@@ -193,9 +213,14 @@ impl fmt::Display for Action {
                 "delete legacy lock ref {name} (if still at {})",
                 short(expected_sha)
             ),
-            Action::PostReceipt { pull_request, .. } => write!(
+            Action::PostMarkedComment {
+                pull_request,
+                comment,
+                ..
+            } => write!(
                 formatter,
-                "post or refresh the completion receipt on #{pull_request}"
+                "post or refresh the {} on #{pull_request}",
+                comment.name()
             ),
             Action::DispatchCandidate {
                 candidate,

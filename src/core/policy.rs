@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use chrono::Duration;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::outcome::{DefaultCooldown, Outcome, StatusLabel};
 
@@ -42,6 +44,33 @@ pub struct Policy {
     pub default_cooldown_days: f64,
     /// Days per outcome from the configuration, overriding the contract's defaults.
     pub cooldown_overrides: BTreeMap<Outcome, f64>,
+    pub session: SessionLimits,
+}
+
+/// How long one job of a session may run, and how many jobs a session may take (contract §9);
+/// `session` in `.github/klaud.yml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SessionLimits {
+    /// Minutes from the moment `session` adopts a job to the session's deadline: the agent
+    /// step's `timeout-minutes`. The default stays under GitHub's 6-hour job limit with room
+    /// for `finish`.
+    pub time_limit_minutes: u32,
+    /// The agent is told to push, leave a note and stop this many minutes before the deadline.
+    pub wrap_up_minutes: u32,
+    /// Jobs one session may take; a session whose time ran out in this many jobs ends
+    /// `no-outcome`.
+    pub max_attempts: u32,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            time_limit_minutes: 330,
+            wrap_up_minutes: 20,
+            max_attempts: 3,
+        }
+    }
 }
 
 impl Policy {
@@ -166,6 +195,7 @@ pub(crate) mod tests {
             handoff_label: "klaud-handoff".into(),
             sweep_labels: vec!["full-sweep-fail-fast".into(), "full-sweep-enabled".into()],
             status_labels: BTreeMap::new(),
+            session: SessionLimits::default(),
             legacy_lock_patterns: vec!["klaud/recovery-*".into(), "klaud/claim-*".into()],
             max_candidates: 5,
             default_cooldown_days: 1.0,

@@ -112,6 +112,15 @@ pub enum Mode {
     PrepareReview(PrepareReviewArgs),
     /// Show the ledger and the live sessions (read-only)
     Status(StatusArgs),
+    /// In the candidate job: adopt the candidate's live session for this job (or refuse, writing
+    /// nothing) and write session.json, the agent CLI's settings and the outcome schema
+    Session(SessionArgs),
+    /// The agent CLI's hook: reads the hook's JSON on stdin and keeps the agent working until
+    /// its outcome is valid; after tool calls, warns when the deadline is near (always exit 0)
+    CheckStop(CheckStopArgs),
+    /// Add an entry to the session's log: one comment on its pull request, updated in place,
+    /// and the ledger's record of this job
+    Note(NoteArgs),
 }
 
 impl Mode {
@@ -224,6 +233,41 @@ pub struct FinishArgs {
     /// Seconds to wait for cancelled runs to end before reporting them pending
     #[arg(long, env = "KLAUD_CANCEL_WAIT", value_name = "SECONDS", default_value = "60", value_parser = parse_seconds)]
     pub cancel_wait: u64,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// The candidate whose session this job runs (required)
+    #[arg(long, env = "KLAUD_CANDIDATE", value_name = "ID")]
+    pub candidate: Option<String>,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckStopArgs {
+    /// The session.json that `session` wrote
+    #[arg(long, env = "KLAUD_CONTEXT_FILE", value_name = "FILE")]
+    pub context_file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The candidate whose session the note is about (required)
+    #[arg(long, env = "KLAUD_CANDIDATE", value_name = "ID")]
+    pub candidate: Option<String>,
+
+    /// File holding the note's text (at most 4,000 characters are kept)
+    #[arg(long, env = "KLAUD_TEXT_FILE", value_name = "FILE")]
+    pub text_file: Option<PathBuf>,
+
+    /// The note's text, instead of --text-file
+    #[arg(long, env = "KLAUD_TEXT", value_name = "TEXT")]
+    pub text: Option<String>,
 
     #[command(flatten)]
     pub github: GitHubArgs,
@@ -363,7 +407,10 @@ mod tests {
                 "finish",
                 "wake",
                 "prepare-review",
-                "status"
+                "status",
+                "session",
+                "check-stop",
+                "note"
             ]
         );
     }

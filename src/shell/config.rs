@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::core::outcome::{DefaultCooldown, Outcome, StatusLabel};
-use crate::core::policy::Policy;
+use crate::core::policy::{Policy, SessionLimits};
 
 /// `.github/klaud.yml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -38,6 +38,8 @@ pub struct Config {
     pub producer: ProducerSettings,
     /// Optional gate deciding which candidate targets can run now.
     pub capacity: CapacitySettings,
+    /// The time limit of one candidate job and how many jobs a session may take (contract §9).
+    pub session: SessionLimits,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -116,6 +118,7 @@ impl Default for Config {
             cooldowns: BTreeMap::new(),
             producer: ProducerSettings::default(),
             capacity: CapacitySettings::default(),
+            session: SessionLimits::default(),
         }
     }
 }
@@ -208,6 +211,7 @@ impl Config {
                 .iter()
                 .filter_map(|(name, days)| Outcome::parse(name).map(|outcome| (outcome, *days)))
                 .collect(),
+            session: self.session,
         }
     }
 }
@@ -324,6 +328,22 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "capacity.command",
             "needs a program as its first element",
         ));
+    }
+    let session = &config.session;
+    if session.time_limit_minutes == 0 || session.time_limit_minutes > 355 {
+        return Err(invalid(
+            "session.time-limit-minutes",
+            "must be from 1 to 355: a job lives at most 360 minutes and finish needs some of them",
+        ));
+    }
+    if session.wrap_up_minutes >= session.time_limit_minutes {
+        return Err(invalid(
+            "session.wrap-up-minutes",
+            "must be less than session.time-limit-minutes",
+        ));
+    }
+    if session.max_attempts == 0 {
+        return Err(invalid("session.max-attempts", "must be at least 1"));
     }
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");

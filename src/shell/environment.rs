@@ -18,11 +18,15 @@ pub struct Environment {
     pub runner_temp: Option<PathBuf>,
     /// `GITHUB_TOKEN`, the fallback when no `github-token` was given.
     pub github_token: Option<String>,
+    /// `GH_TOKEN`: the token `gh` and the agent use (the Stop hook reads with it).
+    pub gh_token: Option<String>,
     pub github_repository: Option<String>,
     pub github_run_id: Option<String>,
     pub github_run_attempt: Option<String>,
     /// REST base (`GITHUB_API_URL`); GitHub Enterprise Server sets its own.
     pub github_api_url: Option<String>,
+    /// `GITHUB_SERVER_URL`: where pull requests are shown (`https://github.com`).
+    pub github_server_url: Option<String>,
     pub github_graphql_url: Option<String>,
     /// The event payload (`GITHUB_EVENT_PATH`), read by modes that react to an event.
     pub github_event_path: Option<PathBuf>,
@@ -40,15 +44,25 @@ impl Environment {
             github_step_summary: variable("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             runner_temp: variable("RUNNER_TEMP").map(PathBuf::from),
             github_token: variable("GITHUB_TOKEN"),
+            gh_token: variable("GH_TOKEN"),
             github_repository: variable("GITHUB_REPOSITORY"),
             github_run_id: variable("GITHUB_RUN_ID"),
             github_run_attempt: variable("GITHUB_RUN_ATTEMPT"),
             github_api_url: variable("GITHUB_API_URL"),
+            github_server_url: variable("GITHUB_SERVER_URL"),
             github_graphql_url: variable("GITHUB_GRAPHQL_URL"),
             github_event_path: variable("GITHUB_EVENT_PATH").map(PathBuf::from),
             github_workspace: variable("GITHUB_WORKSPACE").map(PathBuf::from),
             scrubbed_child_base: present(&SCRUBBED_CHILD_BASE),
         }
+    }
+
+    /// The token in an agent's environment: `GH_TOKEN`, else `GITHUB_TOKEN`.
+    pub fn agent_token(&self) -> Option<String> {
+        self.gh_token
+            .clone()
+            .filter(|token| !token.is_empty())
+            .or_else(|| self.github_token.clone().filter(|token| !token.is_empty()))
     }
 
     /// The whole environment of a child that must not see klaud's secrets (the producer, and git

@@ -119,7 +119,7 @@ pub fn graphql_url_for(api_url: &str) -> String {
 }
 
 /// The `requests` output of a GitHub mode.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct RequestReport {
     #[serde(flatten)]

@@ -34,12 +34,22 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
         Ok(cli) => cli,
         Err(error) => return report_parse_error(&error, &reporter),
     };
+    if let Mode::CheckStop(arguments) = &cli.mode {
+        // The hook needs no configuration, and its stdout is its answer alone.
+        let token = cli.common.github_token.clone();
+        return modes::check_stop::run(arguments, token, &environment).await;
+    }
     let token = cli
         .common
         .github_token
         .clone()
         .filter(|token| !token.is_empty())
-        .or_else(|| environment.github_token.clone());
+        .or_else(|| environment.github_token.clone())
+        // `note` runs in the agent's environment, which may carry the bot's token as GH_TOKEN.
+        .or_else(|| match cli.mode {
+            Mode::Note(_) => environment.agent_token(),
+            _ => None,
+        });
     if let Some(token) = &token {
         reporter.mask(token);
     }
@@ -57,6 +67,9 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
         Mode::Wake(arguments) => modes::wake::run(&context, arguments).await,
         Mode::PrepareReview(arguments) => modes::prepare_review::run(&context, arguments).await,
         Mode::Status(arguments) => modes::status::run(&context, arguments).await,
+        Mode::Session(arguments) => modes::session::run(&context, arguments).await,
+        Mode::Note(arguments) => modes::note::run(&context, arguments).await,
+        Mode::CheckStop(_) => unreachable!("check-stop answers before the step context is built"),
     };
     match result {
         Ok(()) => EXIT_DONE,

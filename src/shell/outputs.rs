@@ -139,6 +139,14 @@ impl Reporter {
     }
 }
 
+/// Writes an agent CLI hook's answer (`check-stop`): its stdout is the answer and nothing else.
+pub fn write_hook_answer(answer: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(answer.as_bytes());
+    let _ = stdout.flush();
+}
+
 /// Flattens a typed outputs struct into `(name, value)` pairs in field order.
 pub fn output_pairs<T: Serialize>(outputs: &T) -> std::io::Result<Vec<(String, String)>> {
     let value = serde_json::to_value(outputs).map_err(std::io::Error::other)?;

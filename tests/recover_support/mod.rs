@@ -221,6 +221,8 @@ impl World {
             agent_ran: true,
             pull_request,
             pending_outcome: None,
+            attempts: Vec::new(),
+            resuming: None,
         });
         self.ledger.sessions.last_mut().unwrap()
     }

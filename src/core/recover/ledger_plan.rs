@@ -16,7 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::RecoveryPlan;
-use crate::core::ledger::{Kept, KeptObject, Lease, Ledger, SessionState};
+use crate::core::ledger::{AttemptEnd, Kept, KeptObject, Lease, Ledger, Resuming, SessionState};
 use crate::core::outcome::Outcome;
 use crate::core::plan::{ActionGroup, LedgerExpectation};
 
@@ -92,6 +92,15 @@ pub struct ResumeRecord {
     pub parent_attempt: Option<u32>,
 }
 
+/// A live session whose job ended without `finish`, parked to continue in a new job (it has
+/// jobs left): its last attempt ends `job-ended`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ParkRecord {
+    pub candidate: String,
+    pub parent_run: u64,
+}
+
 /// A claim to release once its candidate's actions (if any) completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,6 +118,9 @@ pub struct ClaimRelease {
 pub struct LedgerPlan {
     pub lease: LeaseStanding,
     pub outcomes: Vec<OutcomeRecord>,
+    /// Live sessions parked for a new job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parks: Vec<ParkRecord>,
     /// Oldest first.
     pub resumes: Vec<ResumeRecord>,
     pub claim_releases: Vec<ClaimRelease>,
@@ -121,6 +133,7 @@ impl LedgerPlan {
     /// True when the ledger part alone needs the lease.
     pub fn needs_lease(&self) -> bool {
         !self.outcomes.is_empty()
+            || !self.parks.is_empty()
             || !self.claim_releases.is_empty()
             || !self.kept_added.is_empty()
             || !self.kept_dropped.is_empty()
@@ -178,6 +191,10 @@ pub fn decide_first_write(
         for record in record_outcomes(&mut next, &plan.ledger.outcomes, settings.now) {
             grants.recorded.insert(record.candidate.clone());
             said.push(format!("{}: {}", record.candidate, record.outcome));
+        }
+        for record in park_sessions(&mut next, &plan.ledger.parks, settings.now) {
+            grants.recorded.insert(record.candidate.clone());
+            said.push(format!("{}: parked for a new job", record.candidate));
         }
         said.extend(update_kept(&mut next, &ledger.kept, &plan.ledger));
         let pruned = next.prune(settings.now, settings.prune_after);
@@ -273,6 +290,34 @@ fn record_outcomes<'p>(
     recorded
 }
 
+/// Each park made on the live session it is for (the same candidate and parent run): parked,
+/// its last attempt ended `job-ended` at `now` unless it says how it ended. A park whose session
+/// is no longer live with that parent is not made.
+fn park_sessions<'p>(
+    next: &mut Ledger,
+    parks: &'p [ParkRecord],
+    now: DateTime<Utc>,
+) -> Vec<&'p ParkRecord> {
+    let mut parked = Vec::new();
+    for record in parks {
+        let session = next.sessions.iter_mut().rev().find(|session| {
+            session.candidate == record.candidate
+                && session.state == SessionState::Live
+                && session.parent_run == record.parent_run
+        });
+        if let Some(session) = session {
+            session.state = SessionState::Parked;
+            session.resuming = None;
+            if let Some(attempt) = session.attempts.last_mut().filter(|a| a.end.is_none()) {
+                attempt.end = Some(AttemptEnd::JobEnded);
+                attempt.ended_at = Some(now);
+            }
+            parked.push(record);
+        }
+    }
+    parked
+}
+
 /// What recovery keeps: objects that moved or disappeared dropped, new findings replacing older
 /// ones of the same object; says so when that changed what `before` held.
 fn update_kept(next: &mut Ledger, before: &[Kept], plan: &LedgerPlan) -> Option<String> {
@@ -307,7 +352,7 @@ fn resume_under_cap(
             refused.push((resume.candidate.clone(), why));
             continue;
         }
-        if !resume_session(next, resume, settings.own_run) {
+        if !resume_session(next, resume, settings.own_run, settings.now) {
             let why = "no longer parked in the ledger".to_string();
             refused.push((resume.candidate.clone(), why));
             continue;
@@ -320,7 +365,12 @@ fn resume_under_cap(
 
 /// The parked session of `resume` made live under `own_run`, its claims moved along; false
 /// when the ledger no longer holds it parked with that parent run.
-fn resume_session(next: &mut Ledger, resume: &ResumeRecord, own_run: u64) -> bool {
+fn resume_session(
+    next: &mut Ledger,
+    resume: &ResumeRecord,
+    own_run: u64,
+    now: DateTime<Utc>,
+) -> bool {
     let Some(session) = next.sessions.iter_mut().rev().find(|session| {
         session.candidate == resume.candidate
             && session.state == SessionState::Parked
@@ -331,6 +381,10 @@ fn resume_session(next: &mut Ledger, resume: &ResumeRecord, own_run: u64) -> boo
     session.state = SessionState::Live;
     session.parent_run = own_run;
     session.parent_attempt = None;
+    session.resuming = Some(Resuming {
+        by_run: own_run,
+        at: now,
+    });
     let family = session.family.clone();
     for claim in next.claims.iter_mut().filter(|claim| {
         claim.family == family

@@ -42,7 +42,9 @@ use super::outcome::Outcome;
 use super::plan::ActionGroup;
 use super::policy::Policy;
 use super::snapshot::{DetailRequests, Listed, Read, RunState, Snapshot};
-pub use ledger_plan::{ClaimRelease, LeaseStanding, LedgerPlan, OutcomeRecord, ResumeRecord};
+pub use ledger_plan::{
+    ClaimRelease, LeaseStanding, LedgerPlan, OutcomeRecord, ParkRecord, ResumeRecord,
+};
 pub use legacy::listing_prefixes;
 
 /// What a pass knows about itself.
@@ -208,7 +210,7 @@ fn decide(facts: &Facts<'_>) -> RecoveryPlan {
         let decision = candidates::decide(facts, &id, &liveness);
         plan.add(id, decision);
     }
-    let ending = plan.ledger.outcomes.len();
+    let ending = plan.ledger.outcomes.len() + plan.ledger.parks.len();
     for (id, decision) in resume::resume_parked(facts, &plan.reports, ending) {
         plan.add(id, decision);
     }
@@ -257,6 +259,7 @@ impl PlanBuilder {
             });
         self.ledger.outcomes.extend(decision.recorded);
         self.ledger.resumes.extend(decision.resume);
+        self.ledger.parks.extend(decision.park);
         self.ledger.kept_added.extend(decision.kept);
         self.reports.insert(
             candidate.clone(),
@@ -302,6 +305,8 @@ pub(crate) struct CandidateDecision {
     pub recorded: Option<OutcomeRecord>,
     /// Its parked session started again.
     pub resume: Option<ResumeRecord>,
+    /// Its live session parked for a new job.
+    pub park: Option<ParkRecord>,
     /// What recovery remembers of it while it stays where it is.
     pub kept: Vec<Kept>,
 }
@@ -322,6 +327,7 @@ pub(crate) fn decision(
         group,
         recorded: None,
         resume: None,
+        park: None,
         kept: Vec::new(),
     }
 }
@@ -330,6 +336,12 @@ impl CandidateDecision {
     /// The same decision, recording `record` in the ledger.
     pub(crate) fn recording(mut self, record: OutcomeRecord) -> Self {
         self.recorded = Some(record);
+        self
+    }
+
+    /// The same decision, parking its session for a new job.
+    pub(crate) fn parking(mut self, record: ParkRecord) -> Self {
+        self.park = Some(record);
         self
     }
 
@@ -603,13 +615,7 @@ fn release_claims(
         .collect()
 }
 
-/// `[A-Za-z0-9._-]{1,80}` (contract §1).
-pub fn is_candidate_id(text: &str) -> bool {
-    (1..=80).contains(&text.len())
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
+pub use crate::core::candidate::is_candidate_id;
 
 /// True when `title` names `candidate` (or its branch) as a whole word.
 pub(crate) fn title_names(title: &str, candidate: &str, branch: &str) -> bool {

@@ -22,14 +22,16 @@ use super::guards::{
     BranchFinding, Examination, ReadyPullRequest, SweepFinding, deletable_branch,
     examine_pull_request, maintainer_sweep, ready_pull_request,
 };
+use super::labels::status_label_sync;
 use super::liveness::Liveness;
 use super::{CandidateDecision, Facts, RunSeen, Seen, Verdict, decision};
 use crate::core::ledger::Session;
+use crate::core::outcome::StatusLabel;
 use crate::core::outcome::{BranchOnCleanup, Outcome};
 use crate::core::plan::{
     Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
 };
-use crate::core::recover::ledger_plan::OutcomeRecord;
+use crate::core::recover::ledger_plan::{OutcomeRecord, ParkRecord};
 use crate::core::snapshot::PullRequestFact;
 
 /// The outcome the ledger records for a reconciled live session.
@@ -80,6 +82,22 @@ fn reconcile_open_pull_request(
     let (maintainer_commit, final_sweep_succeeded) =
         guards_hold_at_reconcile(facts, pull, ended_at)?;
     let (outcome, why) = reconciled_outcome(final_sweep_succeeded, pending);
+    if maintainer_commit.is_none()
+        && outcome == Outcome::NoOutcome
+        && let Some(taken) = jobs_left(facts, session)
+    {
+        let reason = format!(
+            "its job (run {parent}) ended without finish after {taken} of {} jobs: parked to continue in a new job",
+            facts.policy.session.max_attempts
+        );
+        let group = status_label_sync(facts, id, pull, StatusLabel::Parked);
+        return Continue(
+            decision(number, Verdict::Parked, None, reason, group).parking(ParkRecord {
+                candidate: id.to_string(),
+                parent_run: parent,
+            }),
+        );
+    }
     let mut reason = format!("its parent run {parent} ended; {outcome}: {why}");
     let group = match maintainer_commit {
         Some(login) => {
@@ -103,6 +121,13 @@ fn reconcile_open_pull_request(
         decision(number, Verdict::Reconciled, Some(outcome), reason, group)
             .recording(outcome_record(id, parent, outcome)),
     )
+}
+
+/// The jobs a session took, when `session` adopted at least one and it may take another (a
+/// session started without `session` has no attempts and is reconciled as before).
+fn jobs_left(facts: &Facts<'_>, session: &Session) -> Option<usize> {
+    let taken = session.attempts.len();
+    (taken > 0 && taken < facts.policy.session.max_attempts as usize).then_some(taken)
 }
 
 /// A ready pull request of a reconciled session: reconciled as validated when the session

@@ -26,13 +26,13 @@ pub enum Effect {
     MarkedReady,
     ConvertedToDraft,
     Closed,
-    ReceiptPosted,
-    /// The receipt was posted; GitHub's answer was uncertain and the comment was found after.
-    ReceiptFoundAfterUncertainPost,
-    /// The bot's receipt was there with another text and was updated in place.
-    ReceiptUpdated,
-    /// The bot's receipt was there with the same text.
-    ReceiptUnchanged,
+    CommentPosted,
+    /// The comment was posted; GitHub's answer was uncertain and the comment was found after.
+    CommentFoundAfterUncertainPost,
+    /// The bot's comment was there with another text and was updated in place.
+    CommentUpdated,
+    /// The bot's comment was there with the same text.
+    CommentUnchanged,
     Dispatched,
     /// The ref was deleted at the sha checked.
     Deleted,
@@ -59,10 +59,10 @@ impl fmt::Display for Effect {
             Effect::MarkedReady => "marked ready",
             Effect::ConvertedToDraft => "converted to a draft",
             Effect::Closed => "closed",
-            Effect::ReceiptPosted => "posted",
-            Effect::ReceiptFoundAfterUncertainPost => "posted (found after an uncertain answer)",
-            Effect::ReceiptUpdated => "updated",
-            Effect::ReceiptUnchanged => "unchanged",
+            Effect::CommentPosted => "posted",
+            Effect::CommentFoundAfterUncertainPost => "posted (found after an uncertain answer)",
+            Effect::CommentUpdated => "updated",
+            Effect::CommentUnchanged => "unchanged",
             Effect::Dispatched => "dispatched",
             Effect::Deleted => "deleted",
             Effect::AlreadyGone => "already gone",

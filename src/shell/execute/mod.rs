@@ -536,11 +536,12 @@ impl Executor<'_> {
             Action::ClosePullRequest { pull_request } => {
                 self.close_pull_request(*pull_request).await
             }
-            Action::PostReceipt {
+            Action::PostMarkedComment {
                 pull_request,
                 marker,
                 body,
-            } => self.post_receipt(*pull_request, marker, body).await,
+                ..
+            } => self.post_marked_comment(*pull_request, marker, body).await,
             Action::DispatchCandidate {
                 candidate,
                 workflow,
@@ -598,7 +599,7 @@ impl Executor<'_> {
     }
 
     /// Posts the receipt, or updates the bot's existing one in place when its text changed.
-    async fn post_receipt(
+    async fn post_marked_comment(
         &self,
         number: u64,
         marker: &str,
@@ -618,16 +619,16 @@ impl Executor<'_> {
                     && comment.user.as_ref().map(|user| user.login.as_str()) == Some(bot)
             });
         match existing {
-            Some(comment) if comment.body.as_deref() == Some(body) => Ok(Effect::ReceiptUnchanged),
+            Some(comment) if comment.body.as_deref() == Some(body) => Ok(Effect::CommentUnchanged),
             Some(comment) => {
                 self.bot().update_comment(comment.id, body).await?;
-                Ok(Effect::ReceiptUpdated)
+                Ok(Effect::CommentUpdated)
             }
             None => match self.bot().post_comment_once(number, body, marker).await? {
                 CommentPosted::FoundAfterUncertainPost(_) => {
-                    Ok(Effect::ReceiptFoundAfterUncertainPost)
+                    Ok(Effect::CommentFoundAfterUncertainPost)
                 }
-                CommentPosted::Created(_) | CommentPosted::Recorded => Ok(Effect::ReceiptPosted),
+                CommentPosted::Created(_) | CommentPosted::Recorded => Ok(Effect::CommentPosted),
             },
         }
     }

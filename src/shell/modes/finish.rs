@@ -20,8 +20,11 @@ use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
-use crate::core::finish::{Cleanup, FinishFacts, FinishPlan, FinishRequest, decide, record};
-use crate::core::ledger::{Session, SessionState};
+use crate::core::finish::{
+    Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
+    record,
+};
+use crate::core::ledger::{AttemptEnd, Session, SessionState};
 use crate::core::policy::Policy;
 use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
 use crate::shell::cli::FinishArgs;
@@ -102,11 +105,45 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
     let facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
         .await
         .map_err(StepError::failed)?;
+    let deadline = deadline_verdict(
+        &session,
+        own_run,
+        matches!(inputs.agent_outcome.as_str(), "failure" | "cancelled"),
+        inputs.outcome_file_problem.is_none(),
+        policy.session,
+        now,
+    );
+    let park = match deadline {
+        DeadlineVerdict::Park {
+            attempt,
+            max_attempts,
+        } => {
+            reporter.info(&format!(
+                "{}: the agent step ran past the deadline of attempt {attempt} of {max_attempts} without an outcome: parking the session to continue in a new job",
+                inputs.candidate
+            ));
+            true
+        }
+        DeadlineVerdict::OutOfAttempts { attempts } => {
+            reporter.warning(&format!(
+                "{}: the last of the session's {attempts} jobs ran out of time without an outcome: it ends no-outcome",
+                inputs.candidate
+            ));
+            inputs.park
+        }
+        DeadlineVerdict::NotReached => inputs.park,
+    };
     let request = FinishRequest {
         candidate: inputs.candidate.clone(),
         outcome: inputs.outcome,
         agent_ran: inputs.agent_outcome != "skipped",
-        park: inputs.park,
+        park,
+        run: own_run,
+        attempt_end: match deadline {
+            DeadlineVerdict::Park { .. } => AttemptEnd::TimeRanOut,
+            _ => AttemptEnd::Finished,
+        },
+        runs_seen: runs_seen(&facts),
     };
     if let Some(problem) = &inputs.outcome_file_problem {
         reporter.warning(&format!(
@@ -209,6 +246,26 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         )));
     }
     Ok(())
+}
+
+/// The runs this job saw on the session's branch and in the outcome file, to keep with the
+/// attempt.
+fn runs_seen(facts: &FinishFacts) -> Vec<u64> {
+    let mut runs: Vec<u64> = facts
+        .named_runs
+        .iter()
+        .chain(
+            facts
+                .branch_runs
+                .iter()
+                .filter_map(|read| read.as_ref().ok())
+                .flatten(),
+        )
+        .map(|run| run.id)
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    runs
 }
 
 /// The candidate's open session, else its newest finished one (finishing again refreshes it).

@@ -1,10 +1,13 @@
 //! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
 
+pub mod check_stop;
 pub mod finish;
 pub mod install_cli;
+pub mod note;
 pub mod prepare_review;
 pub mod recover;
 pub mod select;
+pub mod session;
 pub mod status;
 pub mod verify_baselines;
 pub mod wake;

@@ -3,7 +3,7 @@
 #![no_main]
 
 use klaud::core::outcome::Outcome;
-use klaud::shell::modes::finish::inputs::parse_outcome_file;
+use klaud::core::outcome_file::parse_outcome_file;
 use libfuzzer_sys::fuzz_target;
 
 fn is_id(text: &str) -> bool {

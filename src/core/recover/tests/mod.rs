@@ -134,6 +134,8 @@ impl World {
             agent_ran: true,
             pull_request: pull,
             pending_outcome: None,
+            attempts: Vec::new(),
+            resuming: None,
         });
         self.snapshot.ledger.sessions.last_mut().unwrap()
     }

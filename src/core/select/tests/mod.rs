@@ -83,6 +83,8 @@ impl World {
             agent_ran: true,
             pull_request: None,
             pending_outcome: None,
+            attempts: Vec::new(),
+            resuming: None,
         });
         self.ledger.sessions.last_mut().unwrap()
     }

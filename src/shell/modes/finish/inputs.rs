@@ -5,10 +5,9 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::core::candidate::CANDIDATE_ID_PATTERN;
+use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id as is_id};
 use crate::core::outcome::Outcome;
+use crate::core::outcome_file::parse_outcome_file;
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
 
@@ -101,7 +100,8 @@ fn read_outcome_file(path: &Path, inputs: &mut FinishInputs) -> Result<(), StepE
             format!("cannot read {}: {error}", path.display()),
         )
     })?;
-    let file = parse_outcome_file(&text)?;
+    let file = parse_outcome_file(&text)
+        .map_err(|error| StepError::bad_input(error.field, error.message))?;
     inputs.outcome = file.outcome;
     inputs.phase = file.phase;
     inputs.reason_code = file.reason_code;
@@ -110,85 +110,8 @@ fn read_outcome_file(path: &Path, inputs: &mut FinishInputs) -> Result<(), StepE
     Ok(())
 }
 
-/// What the agent's outcome file says, checked field by field.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutcomeFile {
-    pub outcome: Outcome,
-    pub phase: Option<String>,
-    pub reason_code: Option<String>,
-    pub pull_request: Option<u64>,
-    pub run_ids: Vec<u64>,
-}
-
-/// Reads the outcome file's text: a JSON object with `outcome` (public or legacy name) and the
-/// optional `phase`, `reason-code`, `pull-request` and `run-ids`.
-pub fn parse_outcome_file(text: &str) -> Result<OutcomeFile, StepError> {
-    let field = "outcome-file";
-    let value: Value = serde_json::from_str(text)
-        .map_err(|error| StepError::bad_input(field, format!("not JSON: {error}")))?;
-    let Value::Object(object) = value else {
-        return Err(StepError::bad_input(field, "must be a JSON object"));
-    };
-    let name = object
-        .get("outcome")
-        .and_then(Value::as_str)
-        .ok_or_else(|| StepError::bad_input("outcome-file.outcome", "a string is required"))?;
-    let outcome = parse_outcome("outcome-file.outcome", name)?;
-    let phase = optional_id(object.get("phase"), "outcome-file.phase")?;
-    let reason_code = optional_id(object.get("reason-code"), "outcome-file.reason-code")?;
-    let pull_request = match object.get("pull-request") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(value.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-            StepError::bad_input("outcome-file.pull-request", "must be a pull request number")
-        })?),
-    };
-    let run_ids = match object.get("run-ids") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .map(|id| {
-                id.as_u64().ok_or_else(|| {
-                    StepError::bad_input("outcome-file.run-ids", "must be run ids (numbers)")
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(StepError::bad_input(
-                "outcome-file.run-ids",
-                "must be an array of run ids",
-            ));
-        }
-    };
-    Ok(OutcomeFile {
-        outcome,
-        phase,
-        reason_code,
-        pull_request,
-        run_ids,
-    })
-}
-
 fn parse_outcome(field: &str, name: &str) -> Result<Outcome, StepError> {
     name.trim()
         .parse::<Outcome>()
         .map_err(|error| StepError::bad_input(field, error.to_string()))
-}
-
-fn optional_id(value: Option<&Value>, field: &str) -> Result<Option<String>, StepError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if is_id(text) => Ok(Some(text.clone())),
-        Some(_) => Err(StepError::bad_input(
-            field,
-            format!("must match {CANDIDATE_ID_PATTERN}"),
-        )),
-    }
-}
-
-/// `[A-Za-z0-9._-]{1,80}`.
-fn is_id(text: &str) -> bool {
-    (1..=80).contains(&text.len())
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }

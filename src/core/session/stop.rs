@@ -1,0 +1,249 @@
+//! `check-stop`, the agent CLI's hook (contract §9), decided in steps so that the shell reads
+//! GitHub only when the answer depends on it (at most twice: the branch's pull requests, then
+//! the sweep runs on the pull request's head).
+//!
+//! On `Stop`: the agent may stop when its deadline passed, when its outcome file is valid (and a
+//! `validated` outcome has a successful sweep on the pull request's exact head), or when its pull
+//! request was handed off or closed; otherwise it is blocked with a reason that says exactly
+//! what to do. A failed read blocks with the reason rather than guessing. On `PostToolUse`: from
+//! the wrap-up time on, the agent is told how much time is left and what to do before the
+//! deadline. Every input has an answer; none writes anything.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use super::SessionContext;
+use crate::core::outcome::Outcome;
+use crate::core::outcome_file::{OutcomeFile, OutcomeFileError, reportable_outcomes};
+use crate::core::snapshot::{PullRequestFact, RunFact};
+
+/// The hook event the CLI reported on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookEvent {
+    Stop,
+    PostToolUse,
+    /// An event this hook has nothing to say about.
+    Other(String),
+    /// Stdin was not the CLI's hook JSON.
+    Unreadable(String),
+}
+
+/// Reads the hook's stdin (`{"hook_event_name": …, …}`); never fails.
+pub fn read_hook_input(text: &str) -> HookEvent {
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => return HookEvent::Unreadable(format!("not JSON: {error}")),
+    };
+    match value.get("hook_event_name").and_then(Value::as_str) {
+        Some("Stop" | "SubagentStop") => HookEvent::Stop,
+        Some("PostToolUse") => HookEvent::PostToolUse,
+        Some(other) => HookEvent::Other(crate::core::text::bounded(other, 60)),
+        None => HookEvent::Unreadable("no hook_event_name".into()),
+    }
+}
+
+/// What the agent wrote at the outcome file's path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutcomeFileState {
+    Missing,
+    Unreadable(String),
+    Invalid(OutcomeFileError),
+    Valid(OutcomeFile),
+}
+
+/// The hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookAnswer {
+    /// Print nothing: the agent may stop (or, after a tool call, nothing to add).
+    Nothing,
+    /// Keep the agent working; the reason becomes its next instruction.
+    Block(String),
+    /// Text added to the agent's context after a tool call.
+    Context(String),
+}
+
+impl HookAnswer {
+    /// The hook's stdout: empty, or one JSON object.
+    pub fn stdout(&self) -> String {
+        match self {
+            HookAnswer::Nothing => String::new(),
+            HookAnswer::Block(reason) => {
+                json!({"decision": "block", "reason": reason}).to_string() + "\n"
+            }
+            HookAnswer::Context(text) => json!({
+                "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}
+            })
+            .to_string()
+                + "\n",
+        }
+    }
+}
+
+/// One step of the decision: an answer, or the read it needs next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopStep {
+    Answer(HookAnswer),
+    /// The pull requests of the session's branch.
+    NeedsPullRequests,
+    /// The sweep runs on this head.
+    NeedsSweepRuns {
+        pull_request: u64,
+        head_sha: String,
+    },
+}
+
+/// The first step, from the hook input, the context, the outcome file and the clock.
+pub fn first_step(
+    event: &HookEvent,
+    context: Result<&SessionContext, &str>,
+    outcome: &OutcomeFileState,
+    now: DateTime<Utc>,
+) -> StopStep {
+    match event {
+        HookEvent::PostToolUse => StopStep::Answer(match context {
+            Ok(context) => time_warning(context, now),
+            Err(_) => HookAnswer::Nothing,
+        }),
+        HookEvent::Other(_) => StopStep::Answer(HookAnswer::Nothing),
+        HookEvent::Unreadable(problem) => StopStep::Answer(HookAnswer::Block(format!(
+            "klaud's Stop hook could not read its input ({problem}), so it cannot check the session: write the outcome file named in the session context and stop again."
+        ))),
+        HookEvent::Stop => {
+            let context = match context {
+                Ok(context) => context,
+                Err(problem) => {
+                    return StopStep::Answer(HookAnswer::Block(format!(
+                        "klaud's Stop hook could not read the session context ({problem}); stop again once it is readable."
+                    )));
+                }
+            };
+            if now >= context.deadline {
+                return StopStep::Answer(HookAnswer::Nothing);
+            }
+            match outcome {
+                OutcomeFileState::Valid(file) if file.outcome != Outcome::Validated => {
+                    StopStep::Answer(HookAnswer::Nothing)
+                }
+                _ => StopStep::NeedsPullRequests,
+            }
+        }
+    }
+}
+
+/// The step after the branch's pull requests were read (`Err`: the read failed).
+pub fn with_pull_requests(
+    context: &SessionContext,
+    outcome: &OutcomeFileState,
+    pulls: Result<&[PullRequestFact], String>,
+) -> StopStep {
+    let pulls = match pulls {
+        Ok(pulls) => pulls,
+        Err(error) => {
+            return StopStep::Answer(HookAnswer::Block(format!(
+                "klaud could not read the pull requests of {} ({error}), so it cannot check the session yet. {} Then stop again.",
+                context.branch,
+                outcome_instruction(context, outcome)
+            )));
+        }
+    };
+    let pull = super::pick_pull_request(
+        pulls,
+        &context.branch,
+        context.pull_request.as_ref().map(|known| known.number),
+        context.session_started_at,
+    );
+    if let Some(pull) = pull
+        && (pull
+            .labels
+            .iter()
+            .any(|label| label == &context.handoff_label)
+            || !pull.open)
+    {
+        return StopStep::Answer(HookAnswer::Nothing);
+    }
+    match outcome {
+        OutcomeFileState::Valid(file) if file.outcome == Outcome::Validated => match pull {
+            Some(pull) => StopStep::NeedsSweepRuns {
+                pull_request: pull.number,
+                head_sha: pull.head_sha.clone(),
+            },
+            None => StopStep::Answer(HookAnswer::Block(format!(
+                "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, run the sweep ({}) on its head, and write validated only after that sweep succeeded.",
+                context.branch, context.workflows.sweep
+            ))),
+        },
+        _ => StopStep::Answer(HookAnswer::Block(outcome_instruction(context, outcome))),
+    }
+}
+
+/// The answer after the sweep runs on the pull request's head were read.
+pub fn with_sweep_runs(
+    context: &SessionContext,
+    pull_request: u64,
+    head_sha: &str,
+    runs: Result<&[RunFact], String>,
+) -> HookAnswer {
+    let short = &head_sha[..head_sha.len().min(12)];
+    match runs {
+        Err(error) => HookAnswer::Block(format!(
+            "the outcome file says validated, but klaud could not read the sweep runs on #{pull_request}'s head {short} ({error}); stop again in a moment."
+        )),
+        Ok(runs) => {
+            let succeeded = runs.iter().any(|run| {
+                run.head_sha == head_sha
+                    && run.workflow == context.workflows.sweep
+                    && run.succeeded()
+            });
+            if succeeded {
+                HookAnswer::Nothing
+            } else {
+                HookAnswer::Block(format!(
+                    "the outcome file says validated, but no {} run succeeded on #{pull_request}'s exact head {short}. Start the sweep on that head (or wait for the one running) and write validated only when it succeeded; if the head changed after the sweep, the sweep must run again. If it cannot succeed, write the outcome that says why.",
+                    context.workflows.sweep
+                ))
+            }
+        }
+    }
+}
+
+/// What to do about a missing or invalid outcome file.
+fn outcome_instruction(context: &SessionContext, outcome: &OutcomeFileState) -> String {
+    let names: Vec<&str> = reportable_outcomes().map(Outcome::name).collect();
+    let how = format!(
+        "Write a JSON object to {} with \"outcome\" one of {} (optional: \"pull-request\", \"run-ids\", \"phase\", \"reason-code\"); the session context lists what each outcome means.",
+        context.outcome_file,
+        names.join(", ")
+    );
+    match outcome {
+        OutcomeFileState::Missing => format!("klaud: the session has no outcome yet. {how}"),
+        OutcomeFileState::Unreadable(error) => {
+            format!("klaud: the outcome file cannot be read ({error}). {how}")
+        }
+        OutcomeFileState::Invalid(error) => format!(
+            "klaud: the outcome file is not valid: {} {}. {how}",
+            error.field, error.message
+        ),
+        OutcomeFileState::Valid(_) => how,
+    }
+}
+
+/// After a tool call: from the wrap-up time on, how much time is left and what to do.
+pub fn time_warning(context: &SessionContext, now: DateTime<Utc>) -> HookAnswer {
+    if now < context.wrap_up_at {
+        return HookAnswer::Nothing;
+    }
+    let deadline = context.deadline.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let what = format!(
+        "commit and push your work to {}, leave a note with `{}` saying what is done, what failed and what to do next, and write the outcome file only if the session is decided. A session without an outcome at the deadline is parked and continues in a new job that reads your notes.",
+        context.branch, context.note_command
+    );
+    if now >= context.deadline {
+        return HookAnswer::Context(format!(
+            "klaud: this job's deadline ({deadline}) has passed. Now {what}"
+        ));
+    }
+    let minutes = (context.deadline - now).num_minutes().max(0);
+    HookAnswer::Context(format!(
+        "klaud: {minutes} minutes are left until this job's deadline ({deadline}). Wrap up: {what}"
+    ))
+}

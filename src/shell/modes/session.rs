@@ -1,0 +1,404 @@
+//! `session` (contract §9): the first klaud step of the candidate job. Decides whether this job
+//! runs the candidate's session — a re-run attempt is refused before any request, then the
+//! ledger and the session's pull request decide — and, when it does, adopts the session through
+//! the ledger's compare-and-swap (`core::session::adoption`) and writes what the agent gets:
+//! `session.json` (the candidate's record as `select` claimed it, the branch, the pull request,
+//! earlier attempts with their notes, the deadline), the agent CLI's settings with klaud's
+//! hooks, and the outcome schema. A refusal is exit 0 with `proceed: false`, the reason in the
+//! summary, and nothing written to GitHub.
+//!
+//! Requests: the ledger, the branch's pull requests and the candidate's record (3 reads), one
+//! ledger write when adopted.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::StepContext;
+use super::work_files::write_json_file;
+use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
+use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
+use crate::core::outcome_file::outcome_schema;
+use crate::core::session::adoption::{
+    Adoption, JobIdentity, Refusal, adopt, newest_session, pull_request_refusal,
+    session_pull_request,
+};
+use crate::core::session::{ContextSetting, agent_settings, session_context, shell_quoted};
+use crate::core::snapshot::PullRequestFact;
+use crate::shell::cli::SessionArgs;
+use crate::shell::error::StepError;
+use crate::shell::gather::{describe, pull_request_fact};
+use crate::shell::github::{RequestReport, connect};
+
+/// The context file's name in the work directory.
+pub const CONTEXT_FILE: &str = "session.json";
+/// The outcome file's name in the work directory.
+pub const OUTCOME_FILE: &str = "outcome.json";
+
+/// The step outputs of `session`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SessionOutputs {
+    /// `true` when this job runs the session.
+    pub proceed: bool,
+    /// Why not, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub context_file: String,
+    pub outcome_file: String,
+    /// The outcome file's JSON Schema, compact.
+    pub outcome_schema: String,
+    /// Settings JSON for the agent CLI: klaud's Stop hook and deadline warning.
+    pub agent_settings: String,
+    /// RFC 3339.
+    pub deadline: String,
+    pub time_limit_minutes: String,
+    pub attempt: String,
+    pub resume: bool,
+    pub requests: RequestReport,
+}
+
+pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), StepError> {
+    let candidate = read_candidate(arguments)?;
+    let job = job_identity(context)?;
+    let reporter = &context.reporter;
+    let policy = &context.policy;
+    if job.run_attempt != 1 {
+        let refusal = Refusal::RerunAttempt {
+            attempt: job.run_attempt,
+        };
+        return refuse(context, &candidate, &refusal.to_string(), None);
+    }
+    let connection = connect(context, &arguments.github)?;
+    let client = &connection.client;
+    let store = LedgerStore::new(client, &policy.state_branch);
+    let loaded = store
+        .load()
+        .await
+        .map_err(|error| StepError::failed(format!("the ledger could not be read: {error}")))?;
+    let now = Utc::now();
+    if let Err(refusal) = adopt(&loaded.ledger, &candidate, job, policy.session, now) {
+        return refuse(
+            context,
+            &candidate,
+            &refusal.to_string(),
+            Some(&connection.report()),
+        );
+    }
+    let session = newest_session(&loaded.ledger, &candidate)
+        .cloned()
+        .expect("an adoptable session exists");
+    let branch = policy.candidate_branch(&candidate);
+    let pulls: Vec<PullRequestFact> = client
+        .pull_requests_for_branch(&branch)
+        .await
+        .map_err(|error| {
+            StepError::failed(format!(
+                "the pull requests of {branch} could not be listed: {}",
+                describe(&error)
+            ))
+        })?
+        .iter()
+        .map(|pull| pull_request_fact(pull, client.repository()))
+        .collect();
+    let pull = session_pull_request(&pulls, &session, policy).cloned();
+    if let Some(refusal) = pull
+        .as_ref()
+        .and_then(|pull| pull_request_refusal(pull, policy))
+    {
+        return refuse(
+            context,
+            &candidate,
+            &refusal.to_string(),
+            Some(&connection.report()),
+        );
+    }
+    let record = match client
+        .read_branch_file(&policy.state_branch, &format!("records/{candidate}.json"))
+        .await
+        .map(|file| file.map(|file| file.text))
+        .map_err(|error| {
+            StepError::failed(format!("the candidate's record could not be read: {error}"))
+        })? {
+        Some(text) => serde_json::from_str::<Value>(&text).map_err(|error| {
+            StepError::failed(format!(
+                "the candidate's stored record is not JSON: {error}"
+            ))
+        })?,
+        None => {
+            reporter.warning(&format!(
+                "the state branch keeps no record of {candidate} (claimed by an earlier klaud?): the context names only its id and family"
+            ));
+            json!({"id": candidate, "family": session.family})
+        }
+    };
+    if context.dry_run {
+        let plan = adopt(&loaded.ledger, &candidate, job, policy.session, now)
+            .map(|adoption| adoption.attempt().number)
+            .unwrap_or_default();
+        return refuse(
+            context,
+            &candidate,
+            &format!(
+                "dry run: this job would adopt the session as attempt {plan}; the agent does not run without an adopted session"
+            ),
+            Some(&connection.report()),
+        );
+    }
+
+    let update = store
+        .update_starting_from(Some(loaded), |ledger| {
+            match adopt(ledger, &candidate, job, policy.session, now) {
+                Ok(adoption) => LedgerDecision::Write {
+                    message: format!(
+                        "session {candidate}: attempt {} adopted by run {}",
+                        adoption.attempt().number,
+                        job.run_id
+                    ),
+                    ledger: adoption.ledger.clone(),
+                    result: Ok(adoption),
+                },
+                Err(refusal) => LedgerDecision::Keep(Err(refusal)),
+            }
+        })
+        .await
+        .map_err(|error| StepError::failed(format!("the ledger could not be written: {error}")))?;
+    let adoption = match update.result {
+        Ok(adoption) => adoption,
+        Err(refusal) => {
+            return refuse(
+                context,
+                &candidate,
+                &refusal.to_string(),
+                Some(&connection.report()),
+            );
+        }
+    };
+    let written = write_context(
+        context,
+        &candidate,
+        &adoption,
+        pull.as_ref(),
+        record,
+        client.repository(),
+    )?;
+    let attempt = adoption.attempt();
+    let requests = connection.report();
+    let outputs = SessionOutputs {
+        proceed: true,
+        reason: None,
+        context_file: written.context_file.display().to_string(),
+        outcome_file: written.outcome_file.display().to_string(),
+        outcome_schema: outcome_schema().to_string(),
+        agent_settings: written.agent_settings.to_string(),
+        deadline: attempt.deadline.to_rfc3339_opts(SecondsFormat::Secs, true),
+        time_limit_minutes: policy.session.time_limit_minutes.to_string(),
+        attempt: attempt.number.to_string(),
+        resume: adoption.resume,
+        requests,
+    };
+    reporter.info(&format!(
+        "session {candidate}: attempt {} of {} adopted by run {}{}, deadline {}",
+        attempt.number,
+        policy.session.max_attempts,
+        job.run_id,
+        if adoption.resume { " (resumed)" } else { "" },
+        outputs.deadline
+    ));
+    reporter
+        .write_outputs(&outputs)
+        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    reporter
+        .write_summary(&adopted_summary(
+            &candidate,
+            &adoption,
+            pull.as_ref(),
+            &outputs,
+        ))
+        .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
+    Ok(())
+}
+
+fn read_candidate(arguments: &SessionArgs) -> Result<String, StepError> {
+    let candidate = arguments
+        .candidate
+        .clone()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| StepError::bad_input("candidate", "session needs the candidate id"))?;
+    if !is_candidate_id(&candidate) {
+        return Err(StepError::bad_input(
+            "candidate",
+            format!("'{candidate}' does not match {CANDIDATE_ID_PATTERN}"),
+        ));
+    }
+    Ok(candidate)
+}
+
+/// `GITHUB_RUN_ID` and `GITHUB_RUN_ATTEMPT`, both required: who adopts is decided by them.
+fn job_identity(context: &StepContext) -> Result<JobIdentity, StepError> {
+    let environment = &context.environment;
+    let number = |name: &str, value: Option<&String>| -> Result<u64, StepError> {
+        value
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .filter(|number| *number > 0)
+            .ok_or_else(|| {
+                StepError::bad_input(name, "session needs it as a number (set by GitHub Actions)")
+            })
+    };
+    let run_id = number("GITHUB_RUN_ID", environment.github_run_id.as_ref())?;
+    let run_attempt = number(
+        "GITHUB_RUN_ATTEMPT",
+        environment.github_run_attempt.as_ref(),
+    )?;
+    Ok(JobIdentity {
+        run_id,
+        run_attempt: u32::try_from(run_attempt).unwrap_or(u32::MAX),
+    })
+}
+
+struct WrittenContext {
+    context_file: PathBuf,
+    outcome_file: PathBuf,
+    agent_settings: Value,
+}
+
+/// Writes `session.json` and removes an outcome file left from before this job adopted the
+/// session (it cannot be this attempt's).
+fn write_context(
+    context: &StepContext,
+    candidate: &str,
+    adoption: &Adoption,
+    pull: Option<&PullRequestFact>,
+    record: Value,
+    repository: &str,
+) -> Result<WrittenContext, StepError> {
+    let directory = absolute(&context.directory);
+    let outcome_file = directory.join(OUTCOME_FILE);
+    match std::fs::remove_file(&outcome_file) {
+        Ok(()) => context.reporter.warning(&format!(
+            "removed {} left from before this job: the agent writes this attempt's outcome there",
+            outcome_file.display()
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(StepError::failed(format!(
+                "cannot remove the stale outcome file {}: {error}",
+                outcome_file.display()
+            )));
+        }
+    }
+    let klaud = std::env::current_exe()
+        .map_err(|error| StepError::failed(format!("cannot find klaud's own path: {error}")))?;
+    let klaud = klaud.display().to_string();
+    let api_url = context
+        .environment
+        .github_api_url
+        .clone()
+        .unwrap_or_else(|| "https://api.github.com".into());
+    let html_url = context
+        .environment
+        .github_server_url
+        .clone()
+        .unwrap_or_else(|| "https://github.com".into());
+    let setting = ContextSetting {
+        record,
+        repository: repository.to_string(),
+        api_url,
+        html_url,
+        outcome_file: outcome_file.display().to_string(),
+        note_command: format!(
+            "{} note --candidate {} --text-file FILE",
+            shell_quoted(&klaud),
+            shell_quoted(candidate)
+        ),
+    };
+    let session_context = session_context(
+        &adoption.session,
+        pull,
+        &context.policy,
+        setting,
+        adoption.resume,
+    );
+    let context_file = write_json_file(&directory, CONTEXT_FILE, &session_context)?;
+    let agent_settings = agent_settings(&klaud, &context_file.display().to_string());
+    Ok(WrittenContext {
+        context_file,
+        outcome_file,
+        agent_settings,
+    })
+}
+
+/// The work directory as an absolute path: the hook runs from the agent's working directory.
+fn absolute(directory: &Path) -> PathBuf {
+    if directory.is_absolute() {
+        return directory.to_path_buf();
+    }
+    std::env::current_dir()
+        .map(|current| current.join(directory))
+        .unwrap_or_else(|_| directory.to_path_buf())
+}
+
+/// A refusal: exit 0, `proceed: false`, the reason in the log and summary, nothing written.
+fn refuse(
+    context: &StepContext,
+    candidate: &str,
+    reason: &str,
+    requests: Option<&RequestReport>,
+) -> Result<(), StepError> {
+    let reporter = &context.reporter;
+    reporter.warning(&format!(
+        "session {candidate}: not run by this job: {reason}"
+    ));
+    let outputs = SessionOutputs {
+        proceed: false,
+        reason: Some(reason.to_string()),
+        context_file: String::new(),
+        outcome_file: String::new(),
+        outcome_schema: outcome_schema().to_string(),
+        agent_settings: String::new(),
+        deadline: String::new(),
+        time_limit_minutes: context.policy.session.time_limit_minutes.to_string(),
+        attempt: String::new(),
+        resume: false,
+        requests: requests.copied().unwrap_or_default(),
+    };
+    reporter
+        .write_outputs(&outputs)
+        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    reporter
+        .write_summary(&format!(
+            "### klaud session `{candidate}`: not run by this job\n\n{reason}\n\nNothing was written.\n"
+        ))
+        .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
+    Ok(())
+}
+
+fn adopted_summary(
+    candidate: &str,
+    adoption: &Adoption,
+    pull: Option<&PullRequestFact>,
+    outputs: &SessionOutputs,
+) -> String {
+    let attempt = adoption.attempt();
+    let mut text = format!(
+        "### klaud session `{candidate}`: attempt {}{}\n\n- deadline: {} ({} minutes)\n- pull request: {}\n",
+        attempt.number,
+        if adoption.resume { ", resumed" } else { "" },
+        outputs.deadline,
+        outputs.time_limit_minutes,
+        pull.map(|pull| format!("#{}", pull.number))
+            .unwrap_or_else(|| "none yet".into()),
+    );
+    for earlier in &adoption.session.attempts[..adoption.session.attempts.len() - 1] {
+        text.push_str(&format!(
+            "- attempt {} (run {}): {}, {} notes\n",
+            earlier.number,
+            earlier.run,
+            earlier.end.map(|end| end.name()).unwrap_or("ended unseen"),
+            earlier.notes.len()
+        ));
+    }
+    text
+}
