@@ -2,11 +2,16 @@
 //! (GitHub's runner sets no `INPUT_*` for composite actions, so a missing mapping would silently
 //! drop an input), no `${{ }}` may appear inside `run:`, and every declared output must be one
 //! the binary writes.
+//!
+//! action.yml may declare the interface of contract §9 and §10 (the `session` mode's outputs,
+//! finish's `execution-file`) before the binary implements it, and only that: each such name is
+//! listed here, and the list fails as soon as the binary has the name, so it cannot outlive the
+//! gap.
 
 use std::collections::BTreeSet;
 
 use clap::CommandFactory;
-use klaud::shell::cli::Cli;
+use klaud::shell::cli::{Cli, Mode};
 use klaud::shell::github::RequestReport;
 use klaud::shell::modes::finish::FinishOutputs;
 use klaud::shell::modes::install_cli::InstallCliOutputs;
@@ -21,6 +26,22 @@ use serde_yaml_ng::Value;
 
 /// Variables the run step sets that are not flags: the mode argument and the resolved binary.
 const NON_FLAG_VARIABLES: [&str; 2] = ["KLAUD_MODE", "KLAUD_EXECUTABLE"];
+
+/// Variables action.yml maps for a flag of contract §10 the binary does not read yet.
+const VARIABLES_AHEAD_OF_THE_BINARY: [&str; 1] = ["KLAUD_EXECUTION_FILE"];
+
+/// The outputs of the `session` mode (contract §9), in the order action.yml declares them.
+const SESSION_OUTPUTS: [&str; 9] = [
+    "proceed",
+    "context-file",
+    "outcome-file",
+    "outcome-schema",
+    "agent-settings",
+    "deadline",
+    "time-limit-minutes",
+    "attempt",
+    "resume",
+];
 
 fn action() -> Value {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/action.yml"))
@@ -104,6 +125,13 @@ fn every_variable_the_run_step_sets_is_a_flag_of_the_binary() {
     let flags = flag_variables();
     for variable in mapping_keys(&step(&action, "run")["env"]) {
         if NON_FLAG_VARIABLES.contains(&variable.as_str()) {
+            continue;
+        }
+        if VARIABLES_AHEAD_OF_THE_BINARY.contains(&variable.as_str()) {
+            assert!(
+                !flags.contains(&variable),
+                "a flag reads {variable} now: drop it from VARIABLES_AHEAD_OF_THE_BINARY"
+            );
             continue;
         }
         assert!(
@@ -220,6 +248,13 @@ fn every_declared_output_is_one_the_binary_writes() {
             continue;
         }
         assert_eq!(value, format!("${{{{ steps.run.outputs.{name} }}}}"));
+        if SESSION_OUTPUTS.contains(&name.as_str()) && !written.contains(&name) {
+            assert!(
+                !Mode::names().iter().any(|mode| mode == "session"),
+                "the binary has a session mode now: add its outputs to the samples above ({name} is never written)"
+            );
+            continue;
+        }
         assert!(written.contains(&name), "output {name} is never written");
     }
     for name in &written {
@@ -228,4 +263,42 @@ fn every_declared_output_is_one_the_binary_writes() {
             "the binary writes {name} but action.yml does not declare it"
         );
     }
+}
+
+#[test]
+fn the_session_outputs_of_the_contract_are_declared_for_the_session_mode() {
+    let action = action();
+    let declared: Vec<String> = mapping_keys(&action["outputs"])
+        .into_iter()
+        .filter(|name| {
+            action["outputs"][name.as_str()]["description"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("session - "))
+        })
+        .collect();
+    assert_eq!(
+        declared, SESSION_OUTPUTS,
+        "the outputs described as session's"
+    );
+    let mode = action["inputs"]["mode"]["description"]
+        .as_str()
+        .expect("the mode input's description");
+    assert!(mode.contains(" session,"), "{mode}");
+}
+
+#[test]
+fn finish_takes_the_agents_execution_record() {
+    let action = action();
+    let input = &action["inputs"]["execution-file"];
+    assert!(
+        input["description"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("finish - ")),
+        "{input:?}"
+    );
+    assert_eq!(input["default"].as_str(), Some(""), "empty means no record");
+    assert_eq!(
+        step(&action, "run")["env"]["KLAUD_EXECUTION_FILE"].as_str(),
+        Some("${{ inputs.execution-file }}")
+    );
 }

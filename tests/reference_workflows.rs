@@ -2,10 +2,12 @@
 //! klaud-wake.yml) are what users copy, so their structure is part of the interface: no default
 //! token permissions, a grant per job, only real modes and declared inputs on the klaud steps, the
 //! planner job name recovery looks for, no expressions inside `run:`, one recovery concurrency
-//! group, and inert unless a repository opts in.
+//! group, and inert unless a repository opts in. The candidate workflow's session (session →
+//! the agent → finish) and the agent's prompt file are checked here too.
 
 use std::collections::BTreeSet;
 
+use klaud::core::outcome::Outcome;
 use klaud::shell::cli::Mode;
 use klaud::shell::config::Config;
 use serde_yaml_ng::Value;
@@ -16,6 +18,12 @@ const WAKE: &str = "klaud-wake.yml";
 const ALL: [&str; 3] = [PLANNER, CANDIDATE, WAKE];
 const RECOVERY_GROUP: &str = "klaud-recovery";
 const OPT_IN: &str = "vars.KLAUD_ENABLED == 'true'";
+/// The agent's prompt, which the candidate workflow hands to the agent.
+const PROMPT: &str = ".github/klaud-candidate-prompt.md";
+/// What gates every step of the candidate job after `session`.
+const PROCEEDS: &str = "steps.session.outputs.proceed == 'true'";
+const BOT_TOKEN: &str = "${{ secrets.KLAUD_BOT_TOKEN || github.token }}";
+const CLAUDE_CODE_ACTION: &str = "anthropics/claude-code-action@";
 
 fn yaml(relative: &str) -> Value {
     let path = format!("{}/{relative}", env!("CARGO_MANIFEST_DIR"));
@@ -96,28 +104,10 @@ fn every_job_runs_only_where_the_repository_opted_in() {
     }
 }
 
-/// The long flags of `klaud <mode>`.
-fn mode_flags(mode: &str) -> BTreeSet<String> {
-    use clap::CommandFactory;
-    let command = klaud::shell::cli::Cli::command();
-    let subcommand = command
-        .get_subcommands()
-        .find(|command| command.get_name() == mode)
-        .unwrap_or_else(|| panic!("klaud has no mode {mode}"));
-    subcommand
-        .get_arguments()
-        .filter_map(|argument| argument.get_long().map(str::to_string))
-        .collect()
-}
-
 #[test]
 fn klaud_steps_use_real_modes_and_declared_inputs() {
     let modes = Mode::names();
     let inputs = action_inputs();
-    // `finish` is newer than the rest: until action.yml declares its inputs, a finish step's
-    // inputs must at least be flags of `klaud finish` (and, before the binary has the mode, they
-    // are the documented ones, unchecked). Once action.yml declares them the strict check applies.
-    let finish_inputs_pending = !inputs.contains("agent-outcome");
     let mut seen_modes = BTreeSet::new();
     for name in ALL {
         for (job, step) in klaud_steps(&workflow(name)) {
@@ -128,28 +118,20 @@ fn klaud_steps_use_real_modes_and_declared_inputs() {
                 .unwrap_or_else(|| panic!("{name}: a klaud step in {job} has no mode"));
             seen_modes.insert(mode.to_string());
             let mode_known = modes.iter().any(|known| known == mode);
-            if mode == "finish" && !mode_known {
-                eprintln!("note: the binary has no finish mode yet; its inputs are unchecked");
-                continue;
+            // `session` (contract §9) may be newer than the binary this test is built with; its
+            // inputs are held to action.yml's all the same.
+            if mode == "session" && !mode_known {
+                eprintln!("note: the binary has no session mode yet");
+            } else {
+                assert!(
+                    mode_known,
+                    "{name}: job {job} uses mode {mode}, not one of {modes:?}"
+                );
             }
-            assert!(
-                mode_known,
-                "{name}: job {job} uses mode {mode}, not one of {modes:?}"
-            );
             for key in with.keys() {
                 let key = key.as_str().expect("input name");
-                if inputs.contains(key) {
-                    continue;
-                }
-                if mode == "finish" && finish_inputs_pending {
-                    assert!(
-                        mode_flags("finish").contains(key),
-                        "{name}: job {job} passes {key}, which is no flag of klaud finish"
-                    );
-                    eprintln!("note: action.yml does not declare finish's input {key} yet");
-                    continue;
-                }
-                panic!(
+                assert!(
+                    inputs.contains(key),
                     "{name}: job {job} (mode {mode}) passes {key}, which action.yml does not declare"
                 );
             }
@@ -161,6 +143,7 @@ fn klaud_steps_use_real_modes_and_declared_inputs() {
         "prepare-review",
         "install-cli",
         "select",
+        "session",
         "finish",
         "wake",
     ] {
@@ -223,7 +206,7 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
     let on = &candidate["on"];
     assert!(on["workflow_call"]["inputs"]["candidate"].is_mapping());
     assert!(on["workflow_dispatch"]["inputs"]["candidate"].is_mapping());
-    // finish always runs, with the agent step's outcome.
+    // finish always runs once session proceeded, with the agent step's outcome.
     let session_steps: Vec<Value> = jobs(&candidate)
         .into_iter()
         .flat_map(|(_, job)| steps(&job))
@@ -232,7 +215,10 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
         .iter()
         .find(|step| step["with"]["mode"].as_str() == Some("finish"))
         .expect("a finish step");
-    assert_eq!(finish["if"].as_str(), Some("always()"));
+    assert_eq!(
+        finish["if"].as_str(),
+        Some(format!("always() && {PROCEEDS}").as_str())
+    );
     assert_eq!(
         finish["with"]["agent-outcome"].as_str(),
         Some("${{ steps.agent.outcome }}")
@@ -381,5 +367,268 @@ fn the_review_is_read_only_and_structured_by_prepare_reviews_schema() {
     assert_eq!(
         select["with"]["review"].as_str(),
         Some("${{ needs.review.outputs.review }}")
+    );
+}
+
+/// The candidate job's steps, each named by what it is: the checkout, a klaud step by its mode,
+/// any other step by its id (or its name when it has none).
+fn candidate_steps() -> (Value, Vec<(String, Value)>) {
+    let candidate = workflow(CANDIDATE);
+    let all = jobs(&candidate);
+    assert_eq!(all.len(), 1, "the candidate workflow has one job");
+    let (_, job) = all.into_iter().next().expect("a job");
+    let named = steps(&job)
+        .into_iter()
+        .map(|step| {
+            let uses = step["uses"].as_str().unwrap_or_default();
+            let name = if uses.starts_with("actions/checkout@") {
+                "checkout".to_string()
+            } else if uses == "./" {
+                format!(
+                    "klaud {}",
+                    step["with"]["mode"].as_str().unwrap_or_default()
+                )
+            } else if let Some(id) = step["id"].as_str() {
+                id.to_string()
+            } else {
+                step["name"].as_str().unwrap_or_default().to_string()
+            };
+            (name, step)
+        })
+        .collect();
+    (job, named)
+}
+
+fn candidate_step(named: &[(String, Value)], name: &str) -> Value {
+    named
+        .iter()
+        .find(|(step, _)| step == name)
+        .map(|(_, step)| step.clone())
+        .unwrap_or_else(|| panic!("the candidate job has no step {name}"))
+}
+
+#[test]
+fn the_candidate_job_runs_session_then_the_agent_then_finish() {
+    let (job, named) = candidate_steps();
+    let order: Vec<&str> = named.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        order,
+        vec![
+            "checkout",
+            "klaud install-cli",
+            "klaud session",
+            "bot",
+            "prompt",
+            "agent",
+            "Put the checkout back at the workflow's commit",
+            "klaud finish",
+        ]
+    );
+    assert_eq!(job["timeout-minutes"].as_u64(), Some(360));
+    assert_eq!(
+        job["concurrency"]["group"].as_str(),
+        Some("klaud-candidate-${{ inputs.candidate }}")
+    );
+
+    // session runs for every job; it decides whether this one may run the session.
+    let session = candidate_step(&named, "klaud session");
+    assert!(session["if"].is_null(), "{session:?}");
+    assert_eq!(session["id"].as_str(), Some("session"));
+    assert_eq!(
+        session["with"]["candidate"].as_str(),
+        Some("${{ inputs.candidate }}")
+    );
+    assert_eq!(session["with"]["github-token"].as_str(), Some(BOT_TOKEN));
+
+    // Nothing after it runs for a session it refused: a refused session writes nothing, so
+    // finish must not run either.
+    for (name, step) in &named[3..] {
+        let condition = step["if"].as_str().unwrap_or_default();
+        let expected = if ["bot", "prompt", "agent"].contains(&name.as_str()) {
+            PROCEEDS.to_string()
+        } else {
+            format!("always() && {PROCEEDS}")
+        };
+        assert_eq!(condition, expected, "step {name}");
+    }
+
+    // finish reads the repository's own .github/klaud.yml, not what the agent's branch holds.
+    let put_back = candidate_step(&named, "Put the checkout back at the workflow's commit");
+    assert!(
+        put_back["run"].as_str().is_some_and(
+            |script| script.contains("git checkout --quiet --force --detach \"$GITHUB_SHA\"")
+        ),
+        "{put_back:?}"
+    );
+
+    let finish = candidate_step(&named, "klaud finish");
+    for (input, value) in [
+        ("candidate", "${{ inputs.candidate }}"),
+        ("outcome-file", "${{ steps.session.outputs.outcome-file }}"),
+        ("agent-outcome", "${{ steps.agent.outcome }}"),
+        (
+            "execution-file",
+            "${{ steps.agent.outputs.execution_file }}",
+        ),
+        ("github-token", BOT_TOKEN),
+        ("label-token", "${{ github.token }}"),
+    ] {
+        assert_eq!(
+            finish["with"][input].as_str(),
+            Some(value),
+            "finish's {input}"
+        );
+    }
+}
+
+#[test]
+fn the_agent_is_claude_code_action_with_the_sessions_settings_schema_and_deadline() {
+    let (_, named) = candidate_steps();
+    let agent = candidate_step(&named, "agent");
+    let uses = agent["uses"].as_str().expect("the agent uses an action");
+    assert!(uses.starts_with(CLAUDE_CODE_ACTION), "{uses}");
+    // The same pinned commit as the planner's review, so one version of the action is vetted.
+    let planner = workflow(PLANNER);
+    let review: Vec<String> = jobs(&planner)
+        .iter()
+        .flat_map(|(_, job)| steps(job))
+        .filter_map(|step| step["uses"].as_str().map(str::to_string))
+        .filter(|uses| uses.starts_with(CLAUDE_CODE_ACTION))
+        .collect();
+    assert_eq!(
+        review,
+        vec![uses.to_string()],
+        "the planner's review pins it the same"
+    );
+
+    assert_eq!(
+        agent["timeout-minutes"].as_str(),
+        Some("${{ fromJSON(steps.session.outputs.time-limit-minutes) }}")
+    );
+    let with = &agent["with"];
+    for (input, value) in [
+        ("settings", "${{ steps.session.outputs.agent-settings }}"),
+        ("prompt", "${{ steps.prompt.outputs.prompt }}"),
+        (
+            "path_to_claude_code_executable",
+            "${{ steps.cli.outputs.cli-path }}",
+        ),
+        ("github_token", BOT_TOKEN),
+        ("anthropic_api_key", "${{ secrets.ANTHROPIC_API_KEY }}"),
+        ("bot_name", "${{ steps.bot.outputs.login }}"),
+        ("bot_id", "${{ steps.bot.outputs.id }}"),
+        ("allowed_bots", "${{ steps.bot.outputs.login }}"),
+    ] {
+        assert_eq!(with[input].as_str(), Some(value), "the agent's {input}");
+    }
+    assert_eq!(agent["env"]["GH_TOKEN"].as_str(), Some(BOT_TOKEN));
+    let arguments = with["claude_args"].as_str().expect("claude_args");
+    for argument in [
+        "--json-schema '${{ steps.prompt.outputs.outcome-schema }}'",
+        "--add-dir '${{ steps.prompt.outputs.context-directory }}' '${{ steps.prompt.outputs.outcome-directory }}'",
+    ] {
+        assert!(arguments.contains(argument), "{arguments}");
+    }
+
+    // The prompt step quotes session's schema and hands over the repository's prompt file
+    // with this session's files.
+    let prompt = candidate_step(&named, "prompt");
+    for (variable, value) in [
+        ("PROMPT_FILE", PROMPT),
+        ("CONTEXT_FILE", "${{ steps.session.outputs.context-file }}"),
+        ("OUTCOME_FILE", "${{ steps.session.outputs.outcome-file }}"),
+        (
+            "OUTCOME_SCHEMA",
+            "${{ steps.session.outputs.outcome-schema }}",
+        ),
+    ] {
+        assert_eq!(prompt["env"][variable].as_str(), Some(value), "{variable}");
+    }
+    let script = prompt["run"].as_str().expect("the prompt step's script");
+    for needle in [
+        "echo \"prompt<<$delimiter\"",
+        "/dev/urandom",
+        "cat \"$PROMPT_FILE\"",
+        "$CONTEXT_FILE",
+        "$OUTCOME_FILE",
+        "outcome-schema=$schema",
+    ] {
+        assert!(script.contains(needle), "the prompt step lacks {needle}");
+    }
+    let bot = candidate_step(&named, "bot");
+    assert_eq!(bot["env"]["GH_TOKEN"].as_str(), Some(BOT_TOKEN));
+}
+
+#[test]
+fn the_prompt_file_covers_what_a_session_must_know() {
+    let path = format!("{}/{PROMPT}", env!("CARGO_MANIFEST_DIR"));
+    let prompt = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    // Every outcome an agent may report is listed with its meaning; the two klaud decides from
+    // GitHub are named as not the agent's.
+    for outcome in Outcome::ALL {
+        let listed = prompt.contains(&format!("\n- `{}`: ", outcome.name()));
+        match outcome {
+            Outcome::ClosedByMaintainer | Outcome::Handoff => {
+                assert!(!listed, "{} is klaud's to decide", outcome.name());
+                assert!(prompt.contains(&format!("`{}`", outcome.name())));
+            }
+            _ => assert!(listed, "the prompt does not list {}", outcome.name()),
+        }
+    }
+    for topic in [
+        // The context file first, and resuming from it.
+        "Read the context file first",
+        "never start over",
+        "earlier-attempts",
+        // One draft pull request from the candidate's branch.
+        "ONE pull request, a draft",
+        "gh pr create --draft",
+        // Smoke and sweep runs, identified by head branch and sha.
+        "gh workflow run <workflow> --ref <branch>",
+        "head sha",
+        "exact current head",
+        // Notes, and the outcome file.
+        "note-command",
+        "A note is mandatory before you stop near the deadline",
+        "outcome file",
+        "\"reason-code\"",
+        "\"run-ids\"",
+        "\"phase\"",
+        "\"pull-request\"",
+        // The deadline.
+        "wrap-up-at",
+        "stop without writing an outcome",
+    ] {
+        assert!(prompt.contains(topic), "the prompt does not cover: {topic}");
+    }
+    let never = prompt
+        .split("## 7. Never")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a Never section");
+    for forbidden in [
+        "any other pull request, branch",
+        "Force-push",
+        "Mark the pull request ready for review",
+        "close or reopen it, merge it",
+        "labels",
+        "Change workflows",
+        "klaud's config",
+        "secret",
+    ] {
+        assert!(
+            never.contains(forbidden),
+            "the Never list lacks: {forbidden}"
+        );
+    }
+    let specific: Vec<&str> = prompt
+        .lines()
+        .filter(|line| line.starts_with("## ") && line.contains("REPOSITORY-SPECIFIC"))
+        .collect();
+    assert_eq!(specific.len(), 1, "one REPOSITORY-SPECIFIC section");
+    let section = prompt.split(specific[0]).nth(1).expect("its text");
+    assert!(
+        section.contains("Adopters: replace this section"),
+        "{section}"
     );
 }
