@@ -230,6 +230,11 @@ pub struct FinishArgs {
     #[arg(long, env = "KLAUD_PARK", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
     pub park: bool,
 
+    /// The agent action's execution file (JSON array of messages, result last), when there is
+    /// one: how the agent ended and what it cost go into finish.json
+    #[arg(long, env = "KLAUD_EXECUTION_FILE", value_name = "FILE")]
+    pub execution_file: Option<PathBuf>,
+
     /// Seconds to wait for cancelled runs to end before reporting them pending
     #[arg(long, env = "KLAUD_CANCEL_WAIT", value_name = "SECONDS", default_value = "60", value_parser = parse_seconds)]
     pub cancel_wait: u64,

@@ -20,6 +20,7 @@ use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
+use crate::core::execution::{AgentResult, read_execution_file};
 use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
@@ -75,10 +76,14 @@ struct FinishRecord<'a> {
     /// In a dry run, every write the step would have sent (method, path, body), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dry_run_writes: Vec<RecordedWrite>,
+    /// What the agent's execution file says about how it ended, when one was given and read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_result: Option<AgentResult>,
 }
 
 pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
     let inputs = read_inputs(arguments)?;
+    let agent_result = read_agent_result(context, arguments);
     let own_run = context
         .environment
         .github_run_id
@@ -215,6 +220,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             applied: &applied,
             requests: &requests,
             dry_run_writes: connection.recorded_writes(),
+            agent_result,
         },
     )?;
     let outputs = FinishOutputs {
@@ -246,6 +252,40 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         )));
     }
     Ok(())
+}
+
+/// The execution file's result, when one was given: a file that is empty of a result (the
+/// agent loop was killed) or unreadable is said in the log, never fails the step.
+fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<AgentResult> {
+    let path = arguments
+        .execution_file
+        .as_ref()
+        .filter(|path| !path.as_os_str().is_empty())?;
+    let read = std::fs::read_to_string(path)
+        .map_err(|error| error.to_string())
+        .and_then(|text| read_execution_file(&text).map_err(|error| error.to_string()));
+    match read {
+        Ok(result) => {
+            context.reporter.info(&format!(
+                "agent result: {} ({}), {} turns, {}",
+                result.subtype.as_deref().unwrap_or("no subtype"),
+                result.terminal_reason.as_deref().unwrap_or("no terminal reason"),
+                result.num_turns.map(|n| n.to_string()).unwrap_or("?".into()),
+                result
+                    .total_cost_usd
+                    .map(|cost| format!("${cost:.4}"))
+                    .unwrap_or("cost not reported".into())
+            ));
+            Some(result)
+        }
+        Err(error) => {
+            context.reporter.warning(&format!(
+                "the execution file {} says nothing usable ({error})",
+                path.display()
+            ));
+            None
+        }
+    }
 }
 
 /// The runs this job saw on the session's branch and in the outcome file, to keep with the
