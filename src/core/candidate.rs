@@ -18,6 +18,11 @@ pub const CANDIDATE_ID_PATTERN: &str = "[A-Za-z0-9._-]{1,80}";
 static CANDIDATE_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^{CANDIDATE_ID_PATTERN}$")).expect("valid pattern"));
 
+/// True when `text` matches [`CANDIDATE_ID_PATTERN`] (so it is also safe as a file name).
+pub fn is_candidate_id(text: &str) -> bool {
+    CANDIDATE_ID.is_match(text)
+}
+
 static COMMIT_SHA: LazyLock<Regex> =
     LazyLock::new(|| Regex::new("^[0-9a-fA-F]{40}$").expect("valid pattern"));
 
@@ -118,7 +123,7 @@ fn parse_candidate(index: usize, value: Value) -> Result<Candidate, CandidatesEr
         return Err(bad(format!("candidates[{index}]"), "must be an object"));
     };
     let id = required_string(&mut fields, "id", &here("id"))?;
-    if !CANDIDATE_ID.is_match(&id) {
+    if !is_candidate_id(&id) {
         return Err(bad(
             here("id"),
             format!("'{}' does not match {CANDIDATE_ID_PATTERN}", shorten(&id)),
