@@ -578,6 +578,65 @@ async fn every_operation_klaud_uses_answers_in_githubs_documented_shape() {
             201,
         )
         .await;
+    let nested = checker
+        .call(
+            "POST /repos/{owner}/{repo}/git/trees",
+            &format!("{REPO}/git/trees"),
+            Some(json!({"base_tree": tree_sha, "tree": [
+                {"path": "records/a.json", "mode": "100644", "type": "blob", "content": "{}"},
+                {"path": "records/b.json", "mode": "100644", "type": "blob", "content": "[]"},
+            ]})),
+            201,
+        )
+        .await;
+    let nested_sha = nested["sha"].as_str().expect("a tree sha").to_string();
+    let shrunk = checker
+        .call(
+            "POST /repos/{owner}/{repo}/git/trees",
+            &format!("{REPO}/git/trees"),
+            Some(json!({"base_tree": nested_sha, "tree": [
+                {"path": "records/b.json", "mode": "100644", "type": "blob", "sha": null},
+            ]})),
+            201,
+        )
+        .await;
+    let records = shrunk["tree"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|entry| entry["path"] == "records")
+        .expect("the records directory is listed as a tree");
+    assert_eq!(records["type"], "tree");
+    let get_tree = "GET /repos/{owner}/{repo}/git/trees/{tree_sha}";
+    for query in ["", "?recursive=1"] {
+        checker
+            .call(
+                get_tree,
+                &format!("{REPO}/git/trees/{nested_sha}{query}"),
+                None,
+                200,
+            )
+            .await;
+    }
+    let records_sha = records["sha"].as_str().expect("a tree sha");
+    checker
+        .call(
+            get_tree,
+            &format!("{REPO}/git/trees/{records_sha}"),
+            None,
+            200,
+        )
+        .await;
+    for named in [main_sha.as_str(), "main"] {
+        checker
+            .call(
+                get_tree,
+                &format!("{REPO}/git/trees/{named}?recursive=1"),
+                None,
+                200,
+            )
+            .await;
+    }
     checker
         .call(
             "POST /repos/{owner}/{repo}/git/commits",
@@ -850,6 +909,25 @@ async fn error_answers_match_githubs_error_schemas() {
         )
         .await;
 
+    checker
+        .call(
+            "POST /repos/{owner}/{repo}/git/trees",
+            &format!("{REPO}/git/trees"),
+            Some(json!({"tree": [
+                {"path": "records/never.json", "mode": "100644", "type": "blob", "sha": null},
+            ]})),
+            422,
+        )
+        .await;
+    checker
+        .call(
+            "GET /repos/{owner}/{repo}/git/trees/{tree_sha}",
+            &format!("{REPO}/git/trees/{}", "0".repeat(40)),
+            None,
+            404,
+        )
+        .await;
+
     // 409: a stale contents sha, cancelling a completed run.
     checker
         .call(
@@ -903,7 +981,7 @@ fn the_subset_names_its_source_and_rejects_a_wrong_field_type() {
             .as_str()
             .is_some_and(|version| !version.is_empty())
     );
-    assert_eq!(schemas.operation_names().len(), 31);
+    assert_eq!(schemas.operation_names().len(), 32);
 
     // A label as GitHub documents it passes; the same label with a string id does not.
     let mut label = json!({

@@ -473,3 +473,137 @@ async fn an_orphan_state_branch_holds_a_file_written_with_compare_and_swap() {
     );
     assert_eq!(history.body[0]["committer"]["login"], BOT);
 }
+
+/// The paths of a tree answer's entries, each with its type.
+fn tree_paths(answer: &Answer) -> Vec<(String, String)> {
+    answer.body["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["path"].as_str().unwrap().to_string(),
+                entry["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tree_lists_its_own_entries_or_with_recursive_every_entry_in_git_order() {
+    let server = FakeGitHub::start(repository());
+    let client = Client::new(&server, Some(TOKEN));
+    let blob =
+        |path: &str| json!({"path": path, "mode": "100644", "type": "blob", "content": path});
+    let tree = client
+        .post(
+            "/repos/acme/widgets/git/trees",
+            json!({"tree": [blob("ledger.json"), blob("records/b.json"), blob("records/a.json"),
+                            blob("records-old.json")]}),
+        )
+        .await;
+    assert_eq!(tree.status, 201);
+    let own = [
+        ("ledger.json".to_string(), "blob".to_string()),
+        ("records-old.json".to_string(), "blob".to_string()),
+        ("records".to_string(), "tree".to_string()),
+    ];
+    assert_eq!(tree_paths(&tree), own, "the new tree's own entries");
+    let sha = tree.body["sha"].as_str().unwrap();
+
+    let listed = client
+        .get(&format!("/repos/acme/widgets/git/trees/{sha}"))
+        .await;
+    assert_eq!(tree_paths(&listed), own);
+    let recursive = client
+        .get(&format!("/repos/acme/widgets/git/trees/{sha}?recursive=1"))
+        .await;
+    let every: Vec<String> = tree_paths(&recursive)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(
+        every,
+        [
+            "ledger.json",
+            "records-old.json",
+            "records",
+            "records/a.json",
+            "records/b.json"
+        ]
+    );
+    let records = &tree.body["tree"][2]["sha"];
+    let directory = client
+        .get(&format!(
+            "/repos/acme/widgets/git/trees/{}",
+            records.as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        tree_paths(&directory),
+        [
+            ("a.json".to_string(), "blob".to_string()),
+            ("b.json".to_string(), "blob".to_string())
+        ],
+        "a directory's sha is a tree of its own"
+    );
+
+    let commit = client
+        .post(
+            "/repos/acme/widgets/git/commits",
+            json!({"message": "state", "tree": sha, "parents": []}),
+        )
+        .await;
+    let by_commit = client
+        .get(&format!(
+            "/repos/acme/widgets/git/trees/{}?recursive=1",
+            commit.body["sha"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        (by_commit.status, &by_commit.body["sha"]),
+        (200, &tree.body["sha"]),
+        "a commit names its tree"
+    );
+}
+
+#[tokio::test]
+async fn a_tree_built_on_a_base_deletes_with_a_null_sha_and_refuses_deleting_nothing() {
+    let server = FakeGitHub::start(repository());
+    let client = Client::new(&server, Some(TOKEN));
+    let base = client
+        .post(
+            "/repos/acme/widgets/git/trees",
+            json!({"tree": [
+                {"path": "ledger.json", "mode": "100644", "type": "blob", "content": "{}"},
+                {"path": "records/a.json", "mode": "100644", "type": "blob", "content": "{}"},
+            ]}),
+        )
+        .await;
+    let deletion =
+        |path: &str| json!({"path": path, "mode": "100644", "type": "blob", "sha": null});
+
+    let pruned = client
+        .post(
+            "/repos/acme/widgets/git/trees",
+            json!({"base_tree": base.body["sha"], "tree": [deletion("records/a.json")]}),
+        )
+        .await;
+    assert_eq!(pruned.status, 201);
+    assert_eq!(
+        tree_paths(&pruned),
+        [("ledger.json".to_string(), "blob".to_string())],
+        "the last record gone, its directory goes too"
+    );
+
+    let missing = client
+        .post(
+            "/repos/acme/widgets/git/trees",
+            json!({"base_tree": base.body["sha"], "tree": [deletion("records/b.json")]}),
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.body["message"].as_str()),
+        (422, Some("GitRPC::BadObjectState"))
+    );
+}

@@ -18,12 +18,10 @@ pub const CANDIDATE_ID_PATTERN: &str = "[A-Za-z0-9._-]{1,80}";
 static CANDIDATE_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^{CANDIDATE_ID_PATTERN}$")).expect("valid pattern"));
 
-/// Matches [`CANDIDATE_ID_PATTERN`]; also the rule of the short codes that reach comments.
+/// True when `text` matches [`CANDIDATE_ID_PATTERN`] (so it is also safe as a file name); also
+/// the rule of the short codes that reach comments.
 pub fn is_candidate_id(text: &str) -> bool {
-    (1..=80).contains(&text.len())
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    CANDIDATE_ID.is_match(text)
 }
 
 static COMMIT_SHA: LazyLock<Regex> =
@@ -126,7 +124,7 @@ fn parse_candidate(index: usize, value: Value) -> Result<Candidate, CandidatesEr
         return Err(bad(format!("candidates[{index}]"), "must be an object"));
     };
     let id = required_string(&mut fields, "id", &here("id"))?;
-    if !CANDIDATE_ID.is_match(&id) {
+    if !is_candidate_id(&id) {
         return Err(bad(
             here("id"),
             format!("'{}' does not match {CANDIDATE_ID_PATTERN}", shorten(&id)),

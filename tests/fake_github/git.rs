@@ -1,9 +1,9 @@
-//! Git data on the fake: blobs, flat trees, commits and refs, with the graph questions GitHub
-//! answers (is this a fast-forward, which commits does a pull request add, which files did it
-//! change, which commits touched a path).
+//! Git data on the fake: blobs, flat trees (listed nested, as GitHub lists them), commits and
+//! refs, with the graph questions GitHub answers (is this a fast-forward, which commits does a
+//! pull request add, which files did it change, which commits touched a path).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet, VecDeque};
 
 use super::clock::Timestamp;
 use super::prng::{object_id, user_id};
@@ -53,6 +53,30 @@ pub fn identity_for_login(login: &str, date: Timestamp) -> GitIdentity {
         name: login.to_string(),
         email: format!("{}+{login}@users.noreply.github.com", user_id(login)),
         date,
+    }
+}
+
+/// One entry of a tree listing: a blob (with its size) or a directory's tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeEntry {
+    pub path: String,
+    pub sha: String,
+    /// The blob's size; `None` for a tree.
+    pub size: Option<usize>,
+}
+
+impl TreeEntry {
+    pub fn is_tree(&self) -> bool {
+        self.size.is_none()
+    }
+
+    /// Git sorts a tree's entries by name, a directory's name as if it ended with `/`.
+    fn git_order(&self) -> String {
+        if self.is_tree() {
+            format!("{}/", self.path)
+        } else {
+            self.path.clone()
+        }
     }
 }
 
@@ -110,6 +134,48 @@ impl RepoState {
             },
         );
         sha
+    }
+
+    /// The entries of tree `sha` as `GET /git/trees` lists them: its own files and directories,
+    /// or with `recursive` every file and directory below it, in git's order (a directory sorts
+    /// as its name followed by `/`, before what it holds). Each directory named is stored as a
+    /// tree of its own, so its sha can be read or used as a base like GitHub's.
+    pub fn tree_listing(&mut self, sha: &str, recursive: bool) -> Vec<TreeEntry> {
+        let files = self.tree_files(sha);
+        let mut directories = BTreeSet::new();
+        let mut entries = Vec::new();
+        for (path, blob) in &files {
+            let segments: Vec<&str> = path.split('/').collect();
+            let depth = if recursive { segments.len() - 1 } else { 1 };
+            for end in 1..=depth.min(segments.len() - 1) {
+                directories.insert(segments[..end].join("/"));
+            }
+            if recursive || segments.len() == 1 {
+                entries.push(TreeEntry {
+                    path: path.clone(),
+                    sha: blob.clone(),
+                    size: Some(self.blobs.get(blob).map(String::len).unwrap_or(0)),
+                });
+            }
+        }
+        for directory in directories {
+            let prefix = format!("{directory}/");
+            let below: BTreeMap<String, String> = files
+                .iter()
+                .filter_map(|(path, blob)| {
+                    path.strip_prefix(&prefix)
+                        .map(|rest| (rest.to_string(), blob.clone()))
+                })
+                .collect();
+            let sha = self.store_tree(below);
+            entries.push(TreeEntry {
+                path: directory,
+                sha,
+                size: None,
+            });
+        }
+        entries.sort_by_key(TreeEntry::git_order);
+        entries
     }
 
     pub fn tree_files(&self, tree_sha: &str) -> BTreeMap<String, String> {

@@ -1,6 +1,7 @@
 //! Git data: refs (read, match, create, fast-forward-checked update, delete), commits (REST and
-//! git views, history by path), and `POST /git/trees` + `POST /git/commits`, enough to build an
-//! orphan branch.
+//! git views, history by path), trees (read by sha or by what names one, `recursive` or not;
+//! created from a base tree with writes and deletions, a deletion of nothing refused as GitHub
+//! does) and `POST /git/commits`: enough to build an orphan branch or commit several files.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,8 @@ use super::routes_pulls::Params;
 use super::server::{RequestContext, Shared};
 use super::state::{DeletedRef, GitIdentity, RepoState};
 
+const GET_TREE: &str = "https://docs.github.com/rest/git/trees#get-a-tree";
+
 pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/repos/{owner}/{repo}/git/ref/{*reference}", get(get_ref))
@@ -41,7 +44,7 @@ pub fn routes() -> Router<Shared> {
             get(get_git_commit),
         )
         .route("/repos/{owner}/{repo}/git/trees", post(create_tree))
-        .route("/repos/{owner}/{repo}/git/trees/{sha}", get(get_tree))
+        .route("/repos/{owner}/{repo}/git/trees/{*sha}", get(get_tree))
         .route("/repos/{owner}/{repo}/git/blobs/{sha}", get(get_blob))
         .route("/repos/{owner}/{repo}/commits", get(list_commits))
         .route(
@@ -319,9 +322,17 @@ async fn create_commit(
 #[derive(Deserialize)]
 struct TreeEntryInput {
     path: String,
-    #[serde(default)]
+    /// Absent (`None`), `null` (`Some(None)`: delete the path) or a blob sha.
+    #[serde(default, deserialize_with = "present")]
     sha: Option<Option<String>>,
     content: Option<String>,
+}
+
+/// A field that is present, `null` or not: serde reads a `null` `Option<Option<_>>` as absent.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -330,17 +341,22 @@ struct NewTreeInput {
     base_tree: Option<String>,
 }
 
-fn tree_answer(state: &RepoState, sha: &str, api: &str) -> Value {
+/// A tree as GitHub answers it: its own entries, or with `recursive` every entry below it.
+fn tree_answer(state: &mut RepoState, sha: &str, recursive: bool, api: &str) -> Value {
     let full_name = state.full_name();
     let entries: Vec<Value> = state
-        .tree_files(sha)
+        .tree_listing(sha, recursive)
         .iter()
-        .map(|(path, blob)| {
-            json!({
-                "path": path, "mode": "100644", "type": "blob", "sha": blob,
-                "size": state.blobs.get(blob).map(String::len).unwrap_or(0),
-                "url": format!("{api}/repos/{full_name}/git/blobs/{blob}"),
-            })
+        .map(|entry| match entry.size {
+            Some(size) => json!({
+                "path": entry.path, "mode": "100644", "type": "blob", "sha": entry.sha,
+                "size": size,
+                "url": format!("{api}/repos/{full_name}/git/blobs/{}", entry.sha),
+            }),
+            None => json!({
+                "path": entry.path, "mode": "040000", "type": "tree", "sha": entry.sha,
+                "url": format!("{api}/repos/{full_name}/git/trees/{}", entry.sha),
+            }),
         })
         .collect();
     json!({
@@ -378,7 +394,17 @@ async fn create_tree(
                 files.insert(entry.path, blob);
             }
             (None, Some(None)) => {
-                files.remove(&entry.path);
+                // A deletion names a file or a directory of the tree being built; GitHub
+                // refuses one that names nothing.
+                let directory = format!("{}/", entry.path);
+                let before = files.len();
+                files.retain(|path, _| *path != entry.path && !path.starts_with(&directory));
+                if files.len() == before {
+                    return Err(ApiError::unprocessable(
+                        "GitRPC::BadObjectState",
+                        docs::GIT_TREES,
+                    ));
+                }
             }
             (None, Some(Some(blob))) => {
                 if !state.blobs.contains_key(&blob) {
@@ -395,24 +421,39 @@ async fn create_tree(
         }
     }
     let sha = state.store_tree(files);
-    Ok(json_response(201, &tree_answer(&state, &sha, &context.api)))
+    Ok(json_response(
+        201,
+        &tree_answer(&mut state, &sha, false, &context.api),
+    ))
 }
 
+/// `GET /git/trees/{tree}`: a tree sha, or what names one (a commit sha, a branch or tag);
+/// `recursive` with any value lists every entry below it.
 async fn get_tree(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
     Path(params): Params,
+    uri: Uri,
 ) -> ApiResult {
-    let state = shared.repo();
-    let sha = params.get("sha").cloned().unwrap_or_default();
-    let sha = match state.commits.get(&sha) {
-        Some(commit) => commit.tree.clone(),
-        None => sha,
+    let recursive = QueryParams::parse(uri.query()).get("recursive").is_some();
+    let mut state = shared.repo();
+    let named = params
+        .get("sha")
+        .map(|value| value.trim_start_matches('/').to_string())
+        .unwrap_or_default();
+    let sha = if state.trees.contains_key(&named) {
+        Some(named)
+    } else {
+        state
+            .resolve_commitish(&named)
+            .and_then(|commit| state.commits.get(&commit))
+            .map(|commit| commit.tree.clone())
     };
-    if !state.trees.contains_key(&sha) {
-        return Err(ApiError::not_found(docs::GIT_TREES));
-    }
-    Ok(json_response(200, &tree_answer(&state, &sha, &context.api)))
+    let sha = sha.ok_or_else(|| ApiError::not_found(GET_TREE))?;
+    Ok(json_response(
+        200,
+        &tree_answer(&mut state, &sha, recursive, &context.api),
+    ))
 }
 
 async fn get_blob(

@@ -50,6 +50,7 @@ const OPERATIONS = [
   ["DELETE", `${REPO}/git/refs/{ref}`],
   ["GET", `${REPO}/commits/{ref}`],
   ["POST", `${REPO}/git/trees`],
+  ["GET", `${REPO}/git/trees/{tree_sha}`],
   ["POST", `${REPO}/git/commits`],
   ["GET", `${REPO}/contents/{path}`],
   ["PUT", `${REPO}/contents/{path}`],

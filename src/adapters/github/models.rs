@@ -134,6 +134,28 @@ pub struct GitObject {
     pub sha: String,
 }
 
+/// A git tree (`GET /git/trees/{sha}`, `POST /git/trees`): its sha and entries (the whole
+/// hierarchy when read with `recursive`, else its own entries).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitTree {
+    pub sha: String,
+    #[serde(default)]
+    pub tree: Vec<GitTreeEntry>,
+    /// True when GitHub cut the listing short (past 100,000 entries or 7 MB).
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitTreeEntry {
+    /// Relative to the tree read, with `/` between directories.
+    pub path: String,
+    /// `blob`, `tree` or `commit` (a submodule).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub sha: String,
+}
+
 /// A file read through the contents API.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ContentFile {

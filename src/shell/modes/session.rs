@@ -115,11 +115,7 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
             Some(&connection.report()),
         );
     }
-    let record = match client
-        .read_branch_file(&policy.state_branch, &format!("records/{candidate}.json"))
-        .await
-        .map(|file| file.map(|file| file.text))
-        .map_err(|error| {
+    let record = match store.read_record(&candidate).await.map_err(|error| {
             StepError::failed(format!("the candidate's record could not be read: {error}"))
         })? {
         Some(text) => serde_json::from_str::<Value>(&text).map_err(|error| {
