@@ -15,7 +15,7 @@ use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, FaultRule, PullRequ
 use klaud::core::ledger::Ledger;
 use klaud::core::outcome::Outcome;
 use select_support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const RUN: u64 = 4242;
 
@@ -122,9 +122,31 @@ fn a_pass_claims_the_selected_families_and_reports_every_candidate() {
     );
     assert_eq!(ledger.live_sessions().count(), 3, "never more than the cap");
     assert_eq!(
-        write_requests(&server).len(),
-        1,
-        "one compare-and-swap write"
+        write_requests(&server),
+        [
+            "POST /repos/acme/bench/git/trees",
+            "POST /repos/acme/bench/git/commits",
+            "PATCH /repos/acme/bench/git/refs/heads/klaud/state",
+        ],
+        "one commit of the claims and the claimed candidates' records, fast-forward only"
+    );
+    for (id, family) in [("a", "fa"), ("g", "fg")] {
+        let record: Value = serde_json::from_str(
+            &server
+                .with_state(|state| state.read_file("klaud/state", &format!("records/{id}.json")))
+                .expect("the claimed candidate's record is beside the ledger"),
+        )
+        .unwrap();
+        assert_eq!(
+            (record["id"].as_str(), record["family"].as_str()),
+            (Some(id), Some(family))
+        );
+    }
+    assert!(
+        server
+            .with_state(|state| state.read_file("klaud/state", "records/h.json"))
+            .is_none(),
+        "no record of a candidate not claimed"
     );
 
     let file = pass.candidate_file("a");
@@ -144,7 +166,7 @@ fn a_pass_claims_the_selected_families_and_reports_every_candidate() {
     );
     assert!(summary.contains("GitHub requests:"), "{summary}");
     let requests: serde_json::Value = serde_json::from_str(&pass.outputs()["requests"]).unwrap();
-    assert_eq!(requests["writes"], 1);
+    assert_eq!(requests["writes"], 3, "tree, commit, ref");
 }
 
 #[test]
@@ -548,7 +570,7 @@ fn a_ledger_that_keeps_changing_fails_the_step_and_nothing_is_claimed() {
     seed_ledger(&mut state, &Ledger::empty());
     let server = FakeGitHub::start(state);
     server.set_faults(FaultConfig::rules(vec![
-        FaultRule::nth("PUT", "/repos/acme/bench/contents/*", 1, 409).times(1000),
+        FaultRule::nth("PATCH", "/repos/acme/bench/git/refs/*", 1, 422).times(1000),
     ]));
     let pass = Pass::new(RUN, &candidates_json(&[("a", "fa")]));
 

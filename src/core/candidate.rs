@@ -118,7 +118,39 @@ pub fn parse_candidates(text: &str) -> Result<Vec<Candidate>, CandidatesError> {
     Ok(candidates)
 }
 
+/// The most bytes a candidate's record may have: `select` keeps it beside the ledger on the
+/// state branch for its session, and `session` gives it to the agent.
+pub const RECORD_LIMIT_BYTES: usize = 65_536;
+
+/// A record larger than [`RECORD_LIMIT_BYTES`] is bad input naming its largest field.
+fn check_record_size(index: usize, value: &Value) -> Result<(), CandidatesError> {
+    let size = value.to_string().len();
+    if size <= RECORD_LIMIT_BYTES {
+        return Ok(());
+    }
+    let largest = value.as_object().and_then(|fields| {
+        fields
+            .iter()
+            .map(|(key, field)| (key, field.to_string().len()))
+            .max_by_key(|(_, length)| *length)
+    });
+    let (field, detail) = match largest {
+        Some((key, length)) => (
+            format!("candidates[{index}].{key}"),
+            format!(", {length} of them in this field"),
+        ),
+        None => (format!("candidates[{index}]"), String::new()),
+    };
+    Err(bad(
+        field,
+        format!(
+            "the candidate's record is {size} bytes as JSON{detail}: a claimed candidate's record is kept for its session, at most {RECORD_LIMIT_BYTES} bytes"
+        ),
+    ))
+}
+
 fn parse_candidate(index: usize, value: Value) -> Result<Candidate, CandidatesError> {
+    check_record_size(index, &value)?;
     let here = |field: &str| format!("candidates[{index}].{field}");
     let Value::Object(mut fields) = value else {
         return Err(bad(format!("candidates[{index}]"), "must be an object"));

@@ -46,8 +46,8 @@ pub enum ExecutionFileError {
 
 /// Reads the execution file's text.
 pub fn read_execution_file(text: &str) -> Result<AgentResult, ExecutionFileError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|error| ExecutionFileError::NotJson(error.to_string()))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|error| ExecutionFileError::NotJson(error.to_string()))?;
     let messages = value.as_array().ok_or(ExecutionFileError::NotAnArray)?;
     let result = messages
         .iter()
@@ -90,9 +90,18 @@ mod tests {
             r#"[{"type": "result", "subtype": "success", "is_error": true, "terminal_reason": "api_error"}]"#,
         )
         .unwrap();
-        assert!(!failed.succeeded(), "a success subtype with is_error is not a success");
+        assert!(
+            !failed.succeeded(),
+            "a success subtype with is_error is not a success"
+        );
         assert_eq!(read_execution_file("[]"), Err(ExecutionFileError::NoResult));
-        assert_eq!(read_execution_file("{}"), Err(ExecutionFileError::NotAnArray));
-        assert!(matches!(read_execution_file("x"), Err(ExecutionFileError::NotJson(_))));
+        assert_eq!(
+            read_execution_file("{}"),
+            Err(ExecutionFileError::NotAnArray)
+        );
+        assert!(matches!(
+            read_execution_file("x"),
+            Err(ExecutionFileError::NotJson(_))
+        ));
     }
 }

@@ -269,8 +269,14 @@ fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<Ag
             context.reporter.info(&format!(
                 "agent result: {} ({}), {} turns, {}",
                 result.subtype.as_deref().unwrap_or("no subtype"),
-                result.terminal_reason.as_deref().unwrap_or("no terminal reason"),
-                result.num_turns.map(|n| n.to_string()).unwrap_or("?".into()),
+                result
+                    .terminal_reason
+                    .as_deref()
+                    .unwrap_or("no terminal reason"),
+                result
+                    .num_turns
+                    .map(|n| n.to_string())
+                    .unwrap_or("?".into()),
                 result
                     .total_cost_usd
                     .map(|cost| format!("${cost:.4}"))

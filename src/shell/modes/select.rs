@@ -18,7 +18,9 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::StepContext;
-use crate::adapters::ledger_store::{LedgerDecision, LedgerError, LedgerStore};
+use crate::adapters::ledger_store::{CandidateRecord, LedgerDecision, LedgerError, LedgerStore};
+use crate::core::candidate::Candidate;
+use crate::core::ledger::{Ledger, SessionState};
 use crate::core::policy::Policy;
 use crate::core::select::capacity::CapacityGate;
 use crate::core::select::review::ReviewInput;
@@ -175,7 +177,8 @@ async fn decide_and_claim(
             );
             chosen_on_earlier_readings.extend(decision.plan.selected_ids());
             match decision.ledger {
-                Some(ledger) => LedgerDecision::Write {
+                Some(ledger) => LedgerDecision::WriteWithRecords {
+                    records: claimed_records(inputs.candidates, &decision.plan, &ledger),
                     ledger,
                     message: decision.plan.ledger_message(),
                     result: decision.plan,
@@ -191,6 +194,29 @@ async fn decide_and_claim(
         conflicts: update.conflicts,
     };
     Ok((update.result, claims))
+}
+
+/// The records of the candidates this decision claims, exactly as the candidates file gave
+/// them, to keep beside the ledger in the claim's commit (contract §9).
+fn claimed_records(
+    candidates: &[Candidate],
+    plan: &SelectionPlan,
+    ledger: &Ledger,
+) -> Vec<CandidateRecord> {
+    plan.selected_ids()
+        .iter()
+        .filter(|id| {
+            ledger
+                .sessions
+                .iter()
+                .any(|session| &session.candidate == *id && session.state == SessionState::Live)
+        })
+        .filter_map(|id| candidates.iter().find(|candidate| &candidate.id == id))
+        .map(|candidate| CandidateRecord {
+            candidate: candidate.id.clone(),
+            json: serde_json::to_string_pretty(candidate).expect("a candidate serializes") + "\n",
+        })
+        .collect()
 }
 
 fn ledger_failure(policy: &Policy, error: &LedgerError) -> StepError {

@@ -116,8 +116,8 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         );
     }
     let record = match store.read_record(&candidate).await.map_err(|error| {
-            StepError::failed(format!("the candidate's record could not be read: {error}"))
-        })? {
+        StepError::failed(format!("the candidate's record could not be read: {error}"))
+    })? {
         Some(text) => serde_json::from_str::<Value>(&text).map_err(|error| {
             StepError::failed(format!(
                 "the candidate's stored record is not JSON: {error}"
