@@ -5,7 +5,8 @@
 //! request is still open, the bot's and not handed off. A fork's pull request gets no comment.
 //!
 //! Requests: the ledger and the branch's pull requests (2 reads), the ledger write, then the
-//! re-check and the comments listing (2 reads) and one comment write.
+//! re-check and the comments listing (2 reads) and one comment write. It writes `note.json`
+//! and no step outputs: it runs inside the agent's step, whose outputs are not its own.
 
 use chrono::Utc;
 use serde::Serialize;
@@ -25,18 +26,6 @@ use crate::shell::github::{RequestReport, connect};
 
 /// The most text a note file may hold before it is refused (the entry keeps 4,000 characters).
 const TEXT_FILE_LIMIT: u64 = 1 << 20;
-
-/// The step outputs of `note`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct NoteOutputs {
-    pub attempt: u32,
-    /// The pull request whose log comment was written, or empty.
-    pub pull_request: String,
-    /// `posted`, `updated`, `unchanged`, or why no comment was written.
-    pub comment: String,
-    pub requests: RequestReport,
-}
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -172,14 +161,6 @@ pub async fn run(context: &StepContext, arguments: &NoteArgs) -> Result<(), Step
         "note {candidate}: entry added to attempt {}; log comment {comment}",
         added.attempt
     ));
-    reporter
-        .write_outputs(&NoteOutputs {
-            attempt: added.attempt,
-            pull_request: pull_number.map(|n| n.to_string()).unwrap_or_default(),
-            comment,
-            requests,
-        })
-        .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
     Ok(())
 }
 

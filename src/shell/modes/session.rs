@@ -43,9 +43,6 @@ pub const OUTCOME_FILE: &str = "outcome.json";
 pub struct SessionOutputs {
     /// `true` when this job runs the session.
     pub proceed: bool,
-    /// Why not, when it does not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     pub context_file: String,
     pub outcome_file: String,
     /// The outcome file's JSON Schema, compact.
@@ -184,7 +181,6 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
     let requests = connection.report();
     let outputs = SessionOutputs {
         proceed: true,
-        reason: None,
         context_file: written.context_file.display().to_string(),
         outcome_file: written.outcome_file.display().to_string(),
         outcome_schema: outcome_schema().to_string(),
@@ -349,7 +345,6 @@ fn refuse(
     ));
     let outputs = SessionOutputs {
         proceed: false,
-        reason: Some(reason.to_string()),
         context_file: String::new(),
         outcome_file: String::new(),
         outcome_schema: outcome_schema().to_string(),
