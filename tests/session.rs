@@ -444,3 +444,240 @@ fn the_stop_hook_holds_the_agent_to_a_valid_outcome_with_at_most_two_reads() {
         .to_string();
     assert!(reason.contains("no token"), "{reason}");
 }
+
+/// A live session of `a` whose attempt 1 was adopted by `run` and whose deadline passed.
+fn session_past_its_deadline(world: &mut World, run: u64) -> u64 {
+    claimed(world, "a", run);
+    let number = world.bot_draft("a");
+    let session = world.ledger.sessions.last_mut().unwrap();
+    let mut first = attempt(1, run, 340, None);
+    first.notes.clear();
+    session.attempts.push(first);
+    number
+}
+
+fn finish_after_timeout(server: &FakeGitHubHandle, pass: &Pass) -> String {
+    let missing = pass.path("out/outcome.json");
+    let (code, stdout, stderr) = run_mode(
+        server,
+        pass,
+        "finish",
+        &[
+            "--candidate",
+            "a",
+            "--agent-outcome",
+            "failure",
+            "--cancel-wait",
+            "0",
+            "--outcome-file",
+            missing.to_str().unwrap(),
+        ],
+        |_| {},
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    stdout + &stderr
+}
+
+#[test]
+fn a_job_whose_time_ran_out_is_parked_with_its_draft_branch_and_runs() {
+    let mut world = World::new();
+    let parent = world.running_planner(&["a"]);
+    let number = session_past_its_deadline(&mut world, parent);
+    let smoke = world.smoke("a", BOT, true);
+    let server = world.start();
+    let pass = Pass::new(parent);
+    let log = finish_after_timeout(&server, &pass);
+
+    assert!(
+        log.contains("ran past the deadline of attempt 1 of 3"),
+        "{log}"
+    );
+    assert_eq!(pass.outputs()["cleanup"], "parked");
+    let pull = server.with_state(|state| state.pulls[&number].clone());
+    assert_eq!(pull.state, fake_github::PullState::Open);
+    assert!(pull.draft);
+    assert_eq!(pull.labels, ["klaud-parked"]);
+    assert!(server.with_state(|state| state.branch_sha(&branch("a")).is_some()));
+    let runs = server.with_state(|state| state.runs.clone());
+    assert_eq!(
+        runs[&smoke].conclusion, None,
+        "its running smoke run is kept"
+    );
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Parked);
+    assert_eq!(session.attempts[0].end, Some(AttemptEnd::TimeRanOut));
+    assert!(session.attempts[0].runs.contains(&smoke));
+}
+
+#[test]
+fn a_job_whose_time_ran_out_in_the_last_attempt_ends_no_outcome() {
+    let mut world = World::new();
+    let parent = world.running_planner(&["a"]);
+    let number = session_past_its_deadline(&mut world, parent);
+    let server = world.start();
+    let pass = Pass::new(parent);
+    std::fs::write(
+        pass.path("klaud.yml"),
+        format!("bot: {BOT}\nsession:\n  max-attempts: 1\n"),
+    )
+    .unwrap();
+    let log = finish_after_timeout(&server, &pass);
+
+    assert!(
+        log.contains("the last of the session's 1 jobs ran out of time"),
+        "{log}"
+    );
+    assert_eq!(pass.outputs()["outcome"], "no-outcome");
+    assert_eq!(pass.outputs()["cleanup"], "done");
+    let pull = server.with_state(|state| state.pulls[&number].clone());
+    assert_eq!(pull.state, fake_github::PullState::Closed);
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Finished);
+    assert_eq!(session.attempts[0].end, Some(AttemptEnd::Finished));
+}
+
+#[test]
+fn a_killed_job_with_jobs_left_is_parked_by_recovery_then_resumed_for_one_dispatched_job() {
+    let mut world = World::new();
+    let parent = world.finished_planner(2, &["a"]);
+    claimed(&mut world, "a", parent);
+    let number = world.bot_draft("a");
+    world
+        .ledger
+        .sessions
+        .last_mut()
+        .unwrap()
+        .attempts
+        .push(attempt(1, parent, 200, None));
+    let server = world.start();
+
+    let first = Pass::new(88_100);
+    first.run(&server);
+    let pull = server.with_state(|state| state.pulls[&number].clone());
+    assert_eq!(pull.state, fake_github::PullState::Open, "not closed");
+    assert!(pull.draft);
+    assert_eq!(pull.labels, ["klaud-parked"]);
+    assert!(server.with_state(|state| state.branch_sha(&branch("a")).is_some()));
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Parked);
+    assert_eq!(session.attempts[0].end, Some(AttemptEnd::JobEnded));
+    assert!(
+        server
+            .request_log()
+            .iter()
+            .all(|request| !(request.is_write()
+                && (request.path.contains("/cancel")
+                    || (request.method == "DELETE" && !request.path.contains("/labels/"))))),
+        "nothing of the parked session is cancelled or deleted"
+    );
+
+    let second = Pass::new(88_200);
+    second.run(&server);
+    assert_eq!(second.ids("resumed"), ["a"]);
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Live);
+    assert_eq!(session.resuming.as_ref().map(|r| r.by_run), Some(88_200));
+    let dispatches = server.with_state(|state| state.dispatches.clone());
+    assert_eq!(dispatches.len(), 1);
+
+    let job = Pass::new(88_300);
+    session_step(&server, &job, "a");
+    assert_eq!(job.outputs()["proceed"], "true");
+    assert_eq!(job.outputs()["attempt"], "2");
+    assert_eq!(
+        context_of(&job)["earlier-attempts"][0]["notes"][0]["text"],
+        "smoke passed; sweep next"
+    );
+}
+
+fn log_comments(server: &FakeGitHubHandle, number: u64) -> Vec<String> {
+    server.with_state(|state| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == number)
+            .filter(|comment| {
+                comment
+                    .body
+                    .contains("<!-- klaud:session-log candidate=a -->")
+            })
+            .map(|comment| comment.body.clone())
+            .collect()
+    })
+}
+
+fn note(server: &FakeGitHubHandle, pass: &Pass, text: &str) -> (i32, String) {
+    let (code, stdout, stderr) = run_mode(
+        server,
+        pass,
+        "note",
+        &["--candidate", "a", "--text", text],
+        |command| {
+            command
+                .env_remove("GITHUB_TOKEN")
+                .env("GH_TOKEN", BOT_TOKEN);
+        },
+        "",
+    );
+    (code, stdout + &stderr)
+}
+
+#[test]
+fn notes_keep_one_log_comment_in_place_and_the_attempt_record() {
+    let mut world = World::new();
+    claimed(&mut world, "a", PLANNER_RUN);
+    let server = world.start();
+    let pass = Pass::new(PLANNER_RUN);
+    session_step(&server, &pass, "a");
+
+    let (code, log) = note(&server, &pass, "started: editing the config");
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("no pull request yet"), "{log}");
+
+    let number = server.with_state(|state| {
+        let commits = vec![];
+        state.add_pull_request(PullRequestSpec {
+            title: "klaud: a".into(),
+            author: BOT.into(),
+            head_ref: branch("a"),
+            draft: true,
+            commits,
+            ..PullRequestSpec::default()
+        })
+    });
+    let (code, log) = note(&server, &pass, "smoke run 17 passed");
+    assert_eq!(code, 0, "{log}");
+    let (code, log) = note(
+        &server,
+        &pass,
+        "sweep run 18 started <!-- klaud:session-log candidate=a -->",
+    );
+    assert_eq!(code, 0, "{log}");
+    let comments = log_comments(&server, number);
+    assert_eq!(comments.len(), 1, "one comment, updated in place");
+    for text in [
+        "started: editing the config",
+        "smoke run 17 passed",
+        "sweep run 18 started",
+    ] {
+        assert!(comments[0].contains(text), "{text}: {}", comments[0]);
+    }
+    assert_eq!(comments[0].matches("<!-- klaud:session-log").count(), 1);
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.attempts[0].notes.len(), 3);
+    assert_eq!(session.pull_request, Some(number));
+    let everything = format!("{comments:?}{:?}", stored_ledger(&server));
+    assert!(!everything.contains(BOT_TOKEN));
+
+    server.with_state(|state| state.add_label_to_issue(number, "klaud-handoff"));
+    let (code, log) = note(&server, &pass, "after the handoff");
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("handed off"), "{log}");
+    assert!(!log_comments(&server, number)[0].contains("after the handoff"));
+
+    let stranger = Pass::new(PLANNER_RUN + 9);
+    let (code, log) = note(&server, &stranger, "not my session");
+    assert_eq!(code, 1, "{log}");
+    assert!(log.contains("runs no attempt of this session"), "{log}");
+}
