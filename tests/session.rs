@@ -12,93 +12,18 @@
 mod fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
-
-use std::io::Write;
-use std::process::Stdio;
+#[path = "session_support/mod.rs"]
+mod session_support;
 
 use chrono::{DateTime, Utc};
 use fake_github::{ClosedSpec, FakeGitHubHandle, PullRequestSpec};
-use klaud::core::ledger::{Attempt, AttemptEnd, Note, Resuming, SessionState};
+use klaud::core::ledger::{AttemptEnd, Resuming, SessionState};
 use recover_support::*;
 use serde_json::{Value, json};
+use session_support::*;
 
 const PLANNER_RUN: u64 = 71_000_000_001;
 const DISPATCHED_RUN: u64 = 71_000_000_500;
-
-fn now() -> DateTime<Utc> {
-    Utc::now()
-}
-
-/// A live session of `candidate` claimed by `parent`, its record on the state branch.
-fn claimed(world: &mut World, candidate: &str, parent: u64) {
-    world.session(candidate, SessionState::Live, parent, None);
-    world.claim(candidate, parent);
-    world.state.put_file(
-        STATE_BRANCH,
-        &format!("records/{candidate}.json"),
-        &json!({"id": candidate, "family": family(candidate), "baseline": {"tput": 1234.5}, "targets": ["h100"], "owner-note": "passed through"})
-            .to_string(),
-    );
-}
-
-/// `klaud <mode>` for `pass` with `arguments`, stdin `input`; returns (exit code, stdout, stderr).
-fn run_mode(
-    server: &FakeGitHubHandle,
-    pass: &Pass,
-    mode: &str,
-    arguments: &[&str],
-    configure: impl FnOnce(&mut std::process::Command),
-    input: &str,
-) -> (i32, String, String) {
-    let mut command = pass.mode_command(server, mode);
-    command.args(arguments);
-    configure(&mut command);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn session_step(server: &FakeGitHubHandle, pass: &Pass, candidate: &str) -> String {
-    let (code, stdout, stderr) = run_mode(
-        server,
-        pass,
-        "session",
-        &["--candidate", candidate],
-        |_| {},
-        "",
-    );
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    stdout + &stderr
-}
-
-fn writes(server: &FakeGitHubHandle) -> Vec<String> {
-    server
-        .request_log()
-        .iter()
-        .filter(|request| request.is_write())
-        .map(|request| format!("{} {}", request.method, request.path))
-        .collect()
-}
-
-fn context_of(pass: &Pass) -> Value {
-    let path = pass.outputs()["context-file"].clone();
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 #[test]
 fn the_planner_run_adopts_its_session_and_the_agent_gets_everything() {
@@ -234,24 +159,6 @@ fn re_runs_unclaimed_candidates_and_maintainers_pull_requests_are_refused_with_n
     session_step(&server, &other_run, "a");
     assert_eq!(other_run.outputs()["proceed"], "false");
     assert!(writes(&server).is_empty(), "{:?}", writes(&server));
-}
-
-fn attempt(number: u32, run: u64, minutes_ago: i64, end: Option<AttemptEnd>) -> Attempt {
-    let adopted = now() - chrono::Duration::minutes(minutes_ago);
-    Attempt {
-        number,
-        run,
-        adopted_at: adopted,
-        deadline: adopted + chrono::Duration::minutes(330),
-        ended_at: end.map(|_| adopted + chrono::Duration::minutes(331)),
-        end,
-        runs: vec![5],
-        notes: vec![Note {
-            at: adopted + chrono::Duration::minutes(100),
-            text: "smoke passed; sweep next".into(),
-        }],
-        notes_folded: 0,
-    }
 }
 
 #[test]
@@ -456,29 +363,6 @@ fn session_past_its_deadline(world: &mut World, run: u64) -> u64 {
     number
 }
 
-fn finish_after_timeout(server: &FakeGitHubHandle, pass: &Pass) -> String {
-    let missing = pass.path("out/outcome.json");
-    let (code, stdout, stderr) = run_mode(
-        server,
-        pass,
-        "finish",
-        &[
-            "--candidate",
-            "a",
-            "--agent-outcome",
-            "failure",
-            "--cancel-wait",
-            "0",
-            "--outcome-file",
-            missing.to_str().unwrap(),
-        ],
-        |_| {},
-        "",
-    );
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    stdout + &stderr
-}
-
 #[test]
 fn a_job_whose_time_ran_out_is_parked_with_its_draft_branch_and_runs() {
     let mut world = World::new();
@@ -589,22 +473,6 @@ fn a_killed_job_with_jobs_left_is_parked_by_recovery_then_resumed_for_one_dispat
         context_of(&job)["earlier-attempts"][0]["notes"][0]["text"],
         "smoke passed; sweep next"
     );
-}
-
-fn log_comments(server: &FakeGitHubHandle, number: u64) -> Vec<String> {
-    server.with_state(|state| {
-        state
-            .comments
-            .values()
-            .filter(|comment| comment.issue_number == number)
-            .filter(|comment| {
-                comment
-                    .body
-                    .contains("<!-- klaud:session-log candidate=a -->")
-            })
-            .map(|comment| comment.body.clone())
-            .collect()
-    })
 }
 
 fn note(server: &FakeGitHubHandle, pass: &Pass, text: &str) -> (i32, String) {
