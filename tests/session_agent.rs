@@ -14,6 +14,7 @@
 //! - out of attempts, it ends `no-outcome`.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
+#![allow(clippy::duplicate_mod)] // agent_support and recover_support each bring step_support
 
 #[path = "agent_support/mod.rs"]
 mod agent_support;
