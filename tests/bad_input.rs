@@ -22,7 +22,7 @@ use klaud::core::ledger::SessionState;
 use klaud::core::outcome::Outcome;
 use serde_json::json;
 
-const ALL_MODES: [&str; 8] = [
+const ALL_MODES: [&str; 10] = [
     "install-cli",
     "verify-baselines",
     "select",
@@ -31,15 +31,22 @@ const ALL_MODES: [&str; 8] = [
     "wake",
     "prepare-review",
     "status",
+    "session",
+    "note",
 ];
-const GITHUB_MODES: [&str; 6] = [
+const GITHUB_MODES: [&str; 8] = [
     "select",
     "recover",
     "finish",
     "wake",
     "prepare-review",
     "status",
+    "session",
+    "note",
 ];
+/// `check-stop` reads no configuration and never fails (a hook that fails lets the agent stop
+/// unchecked): its rows are its own, and every one of them answers with a block.
+const HOOK_MODE: &str = "check-stop";
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
 /// One `klaud` invocation being assembled: the mode, its flags and changes to the environment.
@@ -48,6 +55,8 @@ struct Invocation<'a> {
     mode: Option<String>,
     flags: Vec<(String, String)>,
     environment: Vec<(String, Option<String>)>,
+    /// What the step reads on stdin (the hook's input).
+    stdin: String,
 }
 
 impl Invocation<'_> {
@@ -344,6 +353,65 @@ const ROWS: &[(&str, &str, Change)] = &[
     ("`wake`", "`confirm-timeout: soon`", |run| {
         run.set("confirm-timeout", "soon")
     }),
+    (
+        "every mode",
+        "config: out of range `session: {max-attempts: 0}`",
+        |run| run.file("klaud.yml", "session:\n  max-attempts: 0\n"),
+    ),
+    (
+        "every mode",
+        "config: `session: {wrap-up-minutes: 400}` (not before the deadline)",
+        |run| run.file("klaud.yml", "session:\n  wrap-up-minutes: 400\n"),
+    ),
+    (
+        "`verify-baselines`, `select`, `prepare-review`",
+        "a candidate's record over 64 KiB",
+        |run| {
+            let notes = "n".repeat(70_000);
+            run.file(
+                "candidates.json",
+                &json!([{"id": "a", "family": "f", "notes": notes}]).to_string(),
+            )
+        },
+    ),
+    ("`session`, `note`", "no `candidate`", |run| {
+        run.unset("candidate")
+    }),
+    ("`session`, `note`", "`candidate: a b`", |run| {
+        run.set("candidate", "a b")
+    }),
+    ("`session`, `note`", "no `GITHUB_RUN_ID`", |run| {
+        run.env("GITHUB_RUN_ID", None)
+    }),
+    ("`session`", "no `GITHUB_RUN_ATTEMPT`", |run| {
+        run.env("GITHUB_RUN_ATTEMPT", None)
+    }),
+    ("`note`", "neither `text` nor `text-file`", |run| {
+        run.unset("text")
+    }),
+    ("`note`", "both `text` and `text-file`", |run| {
+        run.file("note.txt", "a note");
+        run.set("text-file", "note.txt");
+    }),
+    ("`note`", "`text-file` missing", |run| {
+        run.unset("text");
+        run.set("text-file", "missing-note.txt");
+    }),
+    ("`note`", "`text` blank", |run| run.set("text", "  ")),
+    ("`check-stop`", "stdin not the hook's JSON", |run| {
+        run.stdin = "Stop".into()
+    }),
+    ("`check-stop`", "no `context-file`", |run| {
+        run.unset("context-file")
+    }),
+    ("`check-stop`", "`context-file` missing", |run| {
+        run.set("context-file", "missing-session.json")
+    }),
+    (
+        "`check-stop`",
+        "`context-file` not a session context",
+        |run| run.file("session.json", "{\"version\": 1}"),
+    ),
 ];
 
 /// A row of the README's table.
@@ -412,7 +480,10 @@ fn modes_of(cell: &str) -> Vec<Option<String>> {
             .split(", ")
             .map(|mode| {
                 let mode = mode.trim_matches('`');
-                assert!(ALL_MODES.contains(&mode), "unknown mode {mode}");
+                assert!(
+                    ALL_MODES.contains(&mode) || mode == HOOK_MODE,
+                    "unknown mode {mode}"
+                );
                 Some(mode.to_string())
             })
             .collect(),
@@ -461,6 +532,7 @@ fn valid_invocation<'a>(step: &'a Step, mode: Option<&str>) -> Invocation<'a> {
         mode: mode.map(str::to_string),
         flags: Vec::new(),
         environment: Vec::new(),
+        stdin: String::new(),
     };
     let npm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-npm/npm");
     match mode {
@@ -480,6 +552,16 @@ fn valid_invocation<'a>(step: &'a Step, mode: Option<&str>) -> Invocation<'a> {
             invocation.set("cancel-wait", "0");
         }
         Some("wake") => invocation.set("confirm-timeout", "5"),
+        Some("session") => invocation.set("candidate", "a"),
+        Some("note") => {
+            invocation.set("candidate", "a");
+            invocation.set("text", "smoke passed");
+        }
+        Some(HOOK_MODE) => {
+            let context = step.write("session.json", "{}");
+            invocation.set("context-file", &context.display().to_string());
+            invocation.stdin = r#"{"hook_event_name": "Stop", "stop_hook_active": false}"#.into();
+        }
         _ => {}
     }
     invocation
@@ -513,6 +595,7 @@ fn command(invocation: &Invocation, server: &FakeGitHubHandle) -> assert_cmd::Co
             None => command.env_remove(name),
         };
     }
+    command.write_stdin(invocation.stdin.clone());
     command.timeout(std::time::Duration::from_secs(120));
     command
 }

@@ -255,9 +255,9 @@ pub struct SessionArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckStopArgs {
-    /// The session.json that `session` wrote
+    /// The session.json that `session` wrote (without it, every stop is blocked with why)
     #[arg(long, env = "KLAUD_CONTEXT_FILE", value_name = "FILE")]
-    pub context_file: PathBuf,
+    pub context_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -56,7 +56,7 @@ pub async fn run(
 }
 
 async fn answer(
-    context_file: std::path::PathBuf,
+    context_file: Option<std::path::PathBuf>,
     flag_token: Option<String>,
     environment_token: Option<String>,
 ) -> HookAnswer {
@@ -69,7 +69,10 @@ async fn answer(
         Ok(_) => read_hook_input(&stdin),
         Err(error) => crate::core::session::stop::HookEvent::Unreadable(error.to_string()),
     };
-    let context = read_context(&context_file);
+    let context = match &context_file {
+        Some(path) => read_context(path),
+        None => Err("no --context-file was given to the hook".to_string()),
+    };
     let outcome = match &context {
         Ok(context) => read_outcome_file(Path::new(&context.outcome_file)),
         Err(_) => OutcomeFileState::Missing,

@@ -49,7 +49,7 @@ pub async fn run(context: &StepContext, arguments: &NoteArgs) -> Result<(), Step
         .ok_or_else(|| {
             StepError::bad_input(
                 "GITHUB_RUN_ID",
-                "note is written from the job that runs the session (GITHUB_RUN_ID is not set)",
+                "note is written from the job that runs the session (set by GitHub Actions)",
             )
         })?;
     let policy = &context.policy;
