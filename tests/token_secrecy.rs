@@ -36,7 +36,7 @@ const LABEL_LOGIN: &str = "github-actions[bot]";
 const CANDIDATES: &str = r#"[{"id": "a", "family": "configs/x.yaml:a", "targets": ["b200"]},
                              {"id": "b", "family": "configs/x.yaml:b"}]"#;
 
-const ALL_MODES: [&str; 8] = [
+const ALL_MODES: [&str; 11] = [
     "install-cli",
     "verify-baselines",
     "select",
@@ -45,7 +45,14 @@ const ALL_MODES: [&str; 8] = [
     "wake",
     "prepare-review",
     "status",
+    "session",
+    "note",
+    "check-stop",
 ];
+
+/// The agent CLI's hook: its stdout is its answer alone, so it masks nothing (a mask is a
+/// workflow command) and must print no token.
+const HOOK_MODE: &str = "check-stop";
 
 /// Modes that never talk to GitHub.
 const LOCAL_MODES: [&str; 2] = ["install-cli", "verify-baselines"];
@@ -124,6 +131,9 @@ fn assert_secret_kept(setup: &Setup, log: &str, what: &str) {
     let mut masked = vec![TOKEN];
     if talks_to_github {
         masked.push(LABEL_TOKEN);
+    }
+    if what.starts_with(HOOK_MODE) {
+        masked.clear();
     }
     for token in masked {
         assert!(
@@ -355,12 +365,90 @@ fn wake() -> Setup {
     }
 }
 
+/// A live session of `a` claimed by the step's run, with the bot's draft; `adopted` when
+/// `session` already adopted it (its context written in `out/`).
+fn session_world(step: &Step, adopted: bool) -> FakeGitHubHandle {
+    let mut world = recover_support::World::new();
+    world.state.add_token(TOKEN, recover_support::BOT);
+    world.state.add_token(LABEL_TOKEN, LABEL_LOGIN);
+    let number = world.bot_draft("a");
+    world.session("a", SessionState::Live, step.run_id, Some(number));
+    world.claim("a", step.run_id);
+    world.state.put_file(
+        "klaud/state",
+        "records/a.json",
+        r#"{"id": "a", "family": "f"}"#,
+    );
+    let server = world.start();
+    step.write("klaud.yml", &format!("bot: {}\n", recover_support::BOT));
+    if adopted {
+        let mut session = command(step, &server, "session");
+        session.args(["--candidate", "a"]);
+        session.assert().code(0);
+        server.clear_request_log();
+    }
+    server
+}
+
+/// `session` adopting the planner run's session: session.json, the agent's settings.
+fn session_mode() -> Setup {
+    let step = Step::default();
+    let server = session_world(&step, false);
+    let mut command = command(&step, &server, "session");
+    command.args(["--candidate", "a"]);
+    Setup {
+        step,
+        server,
+        command,
+        child_environments: Vec::new(),
+        _producer: None,
+    }
+}
+
+/// `note` in the adopted session: the ledger's attempt record and the log comment.
+fn note_mode() -> Setup {
+    let step = Step::default();
+    let server = session_world(&step, true);
+    let mut command = command(&step, &server, "note");
+    command.args(["--candidate", "a", "--text", "smoke passed"]);
+    Setup {
+        step,
+        server,
+        command,
+        child_environments: Vec::new(),
+        _producer: None,
+    }
+}
+
+/// `check-stop` as the agent CLI runs it: the token in the agent's `GH_TOKEN` only.
+fn check_stop_mode() -> Setup {
+    let step = Step::default();
+    let server = session_world(&step, true);
+    let mut command = step.command(&server, HOOK_MODE);
+    command
+        .env_remove("GITHUB_TOKEN")
+        .env("GH_TOKEN", TOKEN)
+        .arg("--context-file")
+        .arg(step.path("out/session.json"))
+        .write_stdin(r#"{"hook_event_name": "Stop", "stop_hook_active": false}"#);
+    Setup {
+        step,
+        server,
+        command,
+        child_environments: Vec::new(),
+        _producer: None,
+    }
+}
+
 fn setup(mode: &str, answer: Answer) -> Setup {
     let setup = match mode {
         "install-cli" => install_cli(answer),
         "verify-baselines" => verify_baselines(answer),
         "finish" => finish(),
         "wake" => wake(),
+        "session" => session_mode(),
+        "note" => note_mode(),
+        HOOK_MODE => check_stop_mode(),
         _ => reading_mode(mode),
     };
     match answer {
@@ -396,7 +484,9 @@ fn run_and_check(mode: &str, answer: Answer) -> Option<i32> {
         assert_eq!(output.status.code(), Some(0), "{what}\n{log}");
     }
     if answer == Answer::Unauthorized && !LOCAL_MODES.contains(&mode) {
-        assert_eq!(output.status.code(), Some(1), "{what}\n{log}");
+        // The hook never fails: its block names the refusal.
+        let code = if mode == HOOK_MODE { 0 } else { 1 };
+        assert_eq!(output.status.code(), Some(code), "{what}\n{log}");
         assert!(log.contains("401"), "{what}: the refusal is named\n{log}");
     }
     output.status.code()
@@ -457,6 +547,30 @@ fn the_successful_runs_did_what_carries_a_token_risk() {
             .iter()
             .any(|request| request.is_write() && !request.body.is_empty()),
         "select wrote the ledger\n{log}"
+    );
+    let mut note = setup("note", Answer::Serves);
+    note.command.assert().code(0);
+    assert!(
+        note.server
+            .request_log()
+            .iter()
+            .any(|request| request.method == "POST"
+                && request.path.ends_with("/comments")
+                && request.body.contains("smoke passed")),
+        "note posted the session log"
+    );
+    let mut hook = setup(HOOK_MODE, Answer::Serves);
+    let answer = hook.command.assert().code(0).get_output().stdout.clone();
+    assert!(
+        String::from_utf8_lossy(&answer).contains("\"decision\":\"block\""),
+        "the hook blocked a stop without an outcome"
+    );
+    assert!(
+        hook.server
+            .request_log()
+            .iter()
+            .any(|request| request.login.as_deref() == Some(recover_support::BOT)),
+        "the hook read GitHub with the agent's token"
     );
     for mut setup in [
         setup("select", Answer::Serves),
