@@ -247,3 +247,185 @@ pub fn time_warning(context: &SessionContext, now: DateTime<Utc>) -> HookAnswer 
         "klaud: {minutes} minutes are left until this job's deadline ({deadline}). Wrap up: {what}"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::outcome_file::parse_outcome_file;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn context() -> SessionContext {
+        serde_json::from_value(json!({
+            "version": 1, "candidate": {"id": "a"}, "candidate-id": "a", "family": "f",
+            "repository": "acme/bench", "api-url": "http://127.0.0.1:1", "branch": "klaud/auto-a",
+            "pull-request": null, "attempt": 1, "max-attempts": 3, "resume": false,
+            "session-started-at": "2026-12-01T08:00:00Z", "adopted-at": "2026-12-01T08:00:00Z",
+            "deadline": "2026-12-01T13:30:00Z", "wrap-up-at": "2026-12-01T13:10:00Z",
+            "earlier-attempts": [], "outcome-file": "/tmp/klaud/outcome.json", "outcomes": [],
+            "workflows": {"smoke": "e2e-tests.yml", "sweep": "run-sweep.yml"}, "bot": "bot",
+            "handoff-label": "klaud-handoff", "note-command": "klaud note --candidate a --text-file FILE"
+        }))
+        .unwrap()
+    }
+
+    fn valid(text: &str) -> OutcomeFileState {
+        OutcomeFileState::Valid(parse_outcome_file(text).unwrap())
+    }
+
+    fn pull(open: bool, labels: &[&str]) -> PullRequestFact {
+        PullRequestFact {
+            number: 7,
+            node_id: String::new(),
+            head_branch: "klaud/auto-a".into(),
+            head_sha: "abc".into(),
+            from_this_repository: true,
+            author: Some("bot".into()),
+            open,
+            draft: true,
+            merged: false,
+            labels: labels.iter().map(|label| label.to_string()).collect(),
+            created_at: at("2026-12-01T09:00:00Z"),
+        }
+    }
+
+    const BEFORE: &str = "2026-12-01T10:00:00Z";
+
+    #[test]
+    fn a_stop_reads_github_only_when_the_answer_depends_on_it() {
+        let context = context();
+        let now = at(BEFORE);
+        let stop = HookEvent::Stop;
+        assert_eq!(
+            first_step(&stop, Ok(&context), &valid(r#"{"outcome": "failed"}"#), now),
+            StopStep::Answer(HookAnswer::Nothing)
+        );
+        assert_eq!(
+            first_step(&stop, Ok(&context), &OutcomeFileState::Missing, now),
+            StopStep::NeedsPullRequests
+        );
+        assert_eq!(
+            first_step(
+                &stop,
+                Ok(&context),
+                &OutcomeFileState::Missing,
+                at("2026-12-01T13:30:00Z")
+            ),
+            StopStep::Answer(HookAnswer::Nothing),
+            "the deadline passed: it may stop"
+        );
+    }
+
+    #[test]
+    fn a_handed_off_or_closed_pull_request_lets_the_agent_stop() {
+        let context = context();
+        for pull in [pull(true, &["klaud-handoff"]), pull(false, &[])] {
+            assert_eq!(
+                with_pull_requests(
+                    &context,
+                    &OutcomeFileState::Missing,
+                    Ok(std::slice::from_ref(&pull))
+                ),
+                StopStep::Answer(HookAnswer::Nothing)
+            );
+        }
+        let StopStep::Answer(HookAnswer::Block(reason)) =
+            with_pull_requests(&context, &OutcomeFileState::Missing, Ok(&[pull(true, &[])]))
+        else {
+            panic!("blocked");
+        };
+        assert!(reason.contains("/tmp/klaud/outcome.json"), "{reason}");
+        let StopStep::Answer(HookAnswer::Block(reason)) =
+            with_pull_requests(&context, &OutcomeFileState::Missing, Err("HTTP 502".into()))
+        else {
+            panic!("blocked");
+        };
+        assert!(
+            reason.contains("HTTP 502"),
+            "a failed read blocks with why: {reason}"
+        );
+    }
+
+    #[test]
+    fn validated_needs_a_successful_sweep_on_the_exact_head() {
+        let context = context();
+        let validated = valid(r#"{"outcome": "validated"}"#);
+        assert_eq!(
+            with_pull_requests(&context, &validated, Ok(&[pull(true, &[])])),
+            StopStep::NeedsSweepRuns {
+                pull_request: 7,
+                head_sha: "abc".into()
+            }
+        );
+        let run = |head: &str, conclusion: &str| RunFact {
+            id: 1,
+            workflow: "run-sweep.yml".into(),
+            head_branch: Some("klaud/auto-a".into()),
+            head_sha: head.into(),
+            title: None,
+            actor: None,
+            triggering_actor: None,
+            active: false,
+            conclusion: Some(crate::core::github_state::RunConclusion::from(conclusion)),
+            created_at: at(BEFORE),
+            updated_at: at(BEFORE),
+        };
+        assert_eq!(
+            with_sweep_runs(&context, 7, "abc", Ok(&[run("abc", "success")])),
+            HookAnswer::Nothing
+        );
+        for runs in [
+            vec![run("old", "success")],
+            vec![run("abc", "failure")],
+            vec![],
+        ] {
+            assert!(matches!(
+                with_sweep_runs(&context, 7, "abc", Ok(&runs)),
+                HookAnswer::Block(reason) if reason.contains("no run-sweep.yml run succeeded")
+            ));
+        }
+    }
+
+    #[test]
+    fn after_the_wrap_up_time_each_tool_call_says_how_long_is_left() {
+        let context = context();
+        let event = HookEvent::PostToolUse;
+        let missing = OutcomeFileState::Missing;
+        assert_eq!(
+            first_step(&event, Ok(&context), &missing, at(BEFORE)),
+            StopStep::Answer(HookAnswer::Nothing)
+        );
+        let StopStep::Answer(HookAnswer::Context(text)) =
+            first_step(&event, Ok(&context), &missing, at("2026-12-01T13:15:00Z"))
+        else {
+            panic!("a warning");
+        };
+        assert!(text.contains("15 minutes are left"), "{text}");
+        assert!(text.contains("klaud note --candidate a"), "{text}");
+        let answer = HookAnswer::Context(text).stdout();
+        let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(value["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    }
+
+    #[test]
+    fn every_hook_input_is_read_into_an_event() {
+        assert_eq!(
+            read_hook_input(r#"{"hook_event_name": "Stop"}"#),
+            HookEvent::Stop
+        );
+        assert_eq!(
+            read_hook_input(r#"{"hook_event_name": "PostToolUse"}"#),
+            HookEvent::PostToolUse
+        );
+        assert!(matches!(read_hook_input("[]"), HookEvent::Unreadable(_)));
+        assert!(matches!(read_hook_input(""), HookEvent::Unreadable(_)));
+        assert!(matches!(
+            read_hook_input(r#"{"hook_event_name": "SessionStart"}"#),
+            HookEvent::Other(_)
+        ));
+    }
+}
