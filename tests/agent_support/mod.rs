@@ -3,8 +3,10 @@
 //!
 //! - [`agent_cli`] installs the CLI once per target directory with `klaud install-cli`
 //!   (`install.rs`; the npm registry is the only network these tests use),
-//! - [`ModelServer`] answers the CLI's model requests from a script of [`Turn`]s and records
-//!   them (`model_server.rs`),
+//! - [`ModelServer`] answers the CLI's model requests from a script of [`Turn`]s (text, a
+//!   `Bash` call, another tool's call such as `StructuredOutput`, or a turn made from the request
+//!   it answers), or several CLI runs at once each from its own script ([`Conversations`]),
+//!   and records them (`model_server.rs`),
 //! - [`AgentRun`] runs `claude -p` with a hermetic environment and a time limit (`run.rs`).
 //!
 //! Include it as `#[path = "agent_support/mod.rs"] mod agent_support;`.
@@ -77,7 +79,9 @@ mod run;
 
 pub use install::{AGENT_CLI_VERSION, agent_cli, install_directory};
 pub use model_server::{
-    LoggedRequest, ModelRequest, ModelServer, RequestKind, SCRIPT_EXHAUSTED_ANSWER,
+    Conversations, LoggedRequest, ModelRequest, ModelServer, RequestKind, SCRIPT_EXHAUSTED_ANSWER,
     SIDE_REQUEST_ANSWER, Turn, classify,
 };
-pub use run::{AgentOutcome, AgentRun, DEFAULT_TIMEOUT, Finished, TRACKING_VARIABLE, run_bounded};
+pub use run::{
+    AgentOutcome, AgentRun, DEFAULT_TIMEOUT, Finished, TRACKING_VARIABLE, kill_tracked, run_bounded,
+};
