@@ -6,6 +6,8 @@
 //! - The fake's answers to those exact queries, sent over HTTP to a running fake with realistic
 //!   state, conform to the schema (`tests/graphql/conformance.rs`), and read back through
 //!   klaud's client as the REST reads would.
+//! - The query klaud-candidate.yml reads the bot's identity with (`viewer { login databaseId }`)
+//!   is valid too, and the fake answers it with the token's account as REST names it.
 //! - `updateRefs` behaves as GitHub documents it: several refs at once, all or nothing, a
 //!   `beforeOid` that must still hold, fast-forwards unless forced, an unknown repository, a
 //!   GitHub without the mutation, and a maintainer moving a branch right before it.
