@@ -9,7 +9,9 @@ mod agent_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_support::{AgentOutcome, AgentRun, ModelServer, RequestKind, Turn, agent_cli};
+use agent_support::{
+    AgentOutcome, AgentRun, Conversations, ModelServer, RequestKind, Turn, agent_cli,
+};
 use serde_json::{Value, json};
 
 /// A shell script at `path` (made executable).
@@ -332,4 +334,207 @@ fn a_bash_command_running_at_the_time_limit_is_killed_with_the_cli() {
     );
     assert!(!is_running(shell), "the command's shell {shell} survived");
     assert!(!is_running(sleep), "the command's child {sleep} survived");
+}
+
+#[test]
+fn the_cli_accepts_the_outcome_schema_session_gives_and_refuses_one_naming_draft_2020_12() {
+    let session_schema = klaud::core::outcome_file::structured_output_schema();
+    let server = ModelServer::start([Turn::tool(
+        "StructuredOutput",
+        json!({"outcome": "failed", "phase": "smoke"}),
+    )]);
+    let outcome = AgentRun::new(agent_cli())
+        .model_server(&server)
+        .prompt("report the outcome")
+        .allowed_tools("Bash")
+        .arg("--json-schema")
+        .arg(session_schema.to_string())
+        .timeout(Duration::from_secs(30))
+        .run();
+    assert_eq!(
+        outcome.finished.exit_code,
+        Some(0),
+        "{}",
+        outcome.describe()
+    );
+    assert_eq!(
+        outcome.result()["structured_output"],
+        json!({"outcome": "failed", "phase": "smoke"})
+    );
+
+    // The published schema names its draft; the CLI refuses to run with it.
+    let published = klaud::core::outcome_file::outcome_schema();
+    assert!(published.get("$schema").is_some());
+    let server = ModelServer::start([]);
+    let refused = AgentRun::new(agent_cli())
+        .model_server(&server)
+        .prompt("report the outcome")
+        .arg("--json-schema")
+        .arg(published.to_string())
+        .timeout(Duration::from_secs(30))
+        .run();
+    assert_eq!(
+        refused.finished.exit_code,
+        Some(1),
+        "{}",
+        refused.describe()
+    );
+    assert!(
+        refused
+            .finished
+            .stderr
+            .contains("--json-schema is not a valid JSON Schema"),
+        "{}",
+        refused.describe()
+    );
+    assert!(server.agent_loop_requests().is_empty());
+}
+
+#[test]
+fn with_a_json_schema_a_structured_output_call_ends_the_run_whatever_the_stop_hook_answers() {
+    let world = tempfile::tempdir().unwrap();
+    let (hook, hook_log) = (
+        world.path().join("stop-hook"),
+        world.path().join("stop-hook.log"),
+    );
+    // A hook that always blocks.
+    write_script(
+        &hook,
+        &format!(
+            "input=$(cat)\nprintf '%s\\n' \"$input\" >> '{}'\n\
+             printf '%s' '{{\"decision\":\"block\",\"reason\":\"write the outcome file\"}}'\n",
+            hook_log.display()
+        ),
+    );
+    let schema = json!({"type": "object", "required": ["outcome"],
+        "properties": {"outcome": {"type": "string"}}});
+    let server = ModelServer::start([
+        Turn::text("stopping"),
+        Turn::tool("StructuredOutput", json!({"outcome": "validated"})),
+        Turn::text("never asked for"),
+    ]);
+
+    let outcome = AgentRun::new(agent_cli())
+        .model_server(&server)
+        .prompt("do the work")
+        .settings_json(command_hook("Stop", None, &hook))
+        .allowed_tools("Bash")
+        .arg("--json-schema")
+        .arg(schema.to_string())
+        .timeout(Duration::from_secs(30))
+        .run();
+
+    // A turn that ends in text is held twice: the CLI asks for the structured output, and the
+    // hook's block reaches the model.
+    let requests = server.agent_loop_requests();
+    assert_eq!(requests.len(), 2, "{}", outcome.describe());
+    let texts = requests[1].user_texts();
+    let enforce = texts
+        .iter()
+        .position(|text| text.starts_with("[structured-output-enforce]"))
+        .expect("the CLI asks for the structured output");
+    assert_eq!(
+        texts[enforce + 1],
+        "Stop hook feedback:\nwrite the outcome file"
+    );
+    // The StructuredOutput call ends the run although the hook blocked it as well.
+    let result = outcome.result();
+    assert_eq!(
+        (&result["subtype"], &result["is_error"]),
+        (&json!("success"), &json!(false)),
+        "{}",
+        outcome.describe()
+    );
+    assert_eq!(result["structured_output"], json!({"outcome": "validated"}));
+    assert_eq!(result["result"], "{\"outcome\":\"validated\"}");
+    assert_eq!(
+        server.turns_left(),
+        1,
+        "no turn after the structured output"
+    );
+    let stops: Vec<Value> = std::fs::read_to_string(&hook_log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(stops.len(), 2, "{stops:?}");
+    assert_eq!(stops[1]["stop_hook_active"], true);
+    assert!(
+        stops[1].get("last_assistant_message").is_none(),
+        "{stops:?}"
+    );
+}
+
+#[test]
+fn two_runs_at_once_are_answered_each_from_the_script_its_conversation_picks() {
+    // Each run's prompt names a file; the opening turn, made from the prompt, prints the name;
+    // the name picks the script.
+    let opening = Turn::from_request(|request| {
+        let name = request
+            .user_texts()
+            .iter()
+            .find_map(|text| text.strip_prefix("write the file ").map(str::to_string))
+            .expect("the prompt names a file");
+        Turn::bash(format!("echo 'writing {name}'"), "say which file")
+    });
+    let server = ModelServer::start_conversations(
+        Conversations::opening([opening])
+            .script(
+                "writing left",
+                [
+                    Turn::bash("printf left > left", "write left"),
+                    Turn::text("left written"),
+                ],
+            )
+            .script(
+                "writing right",
+                [
+                    Turn::bash("printf right > right", "write right"),
+                    Turn::text("right written"),
+                ],
+            ),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let outcomes: Vec<AgentOutcome> = std::thread::scope(|scope| {
+        let runs: Vec<_> = ["left", "right"]
+            .map(|name| {
+                let (server, work) = (&server, work.path());
+                scope.spawn(move || {
+                    AgentRun::new(agent_cli())
+                        .model_server(server)
+                        .prompt(format!("write the file {name}"))
+                        .cwd(work)
+                        .allowed_tools("Bash")
+                        .timeout(Duration::from_secs(60))
+                        .run()
+                })
+            })
+            .into_iter()
+            .collect();
+        runs.into_iter().map(|run| run.join().unwrap()).collect()
+    });
+
+    for (outcome, name) in outcomes.iter().zip(["left", "right"]) {
+        assert_succeeded(outcome, 3);
+        assert_eq!(outcome.result()["result"], format!("{name} written"));
+        assert_eq!(
+            std::fs::read_to_string(work.path().join(name)).unwrap(),
+            name
+        );
+        let requests = server.conversation_requests(&format!("writing {name}"));
+        assert_eq!(requests.len(), 3);
+        let session = requests[0].session_id();
+        assert!(!session.is_empty());
+        assert!(
+            requests
+                .iter()
+                .all(|request| request.session_id() == session)
+        );
+    }
+    assert_ne!(
+        server.conversation_requests("writing left")[0].session_id(),
+        server.conversation_requests("writing right")[0].session_id()
+    );
+    assert_script_used_exactly(&server);
+    assert_eq!(server.unmatched_conversations(), Vec::<String>::new());
 }

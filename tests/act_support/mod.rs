@@ -312,6 +312,20 @@ impl ActRun {
         );
     }
 
+    /// act ran to its end (not killed at the deadline), exited non-zero and reports a failed job
+    /// (e.g. a step that ran out of its `timeout-minutes`).
+    pub fn assert_job_failed(&self) {
+        assert!(
+            self.status.is_some() && !self.succeeded && self.log.contains("Job failed"),
+            "{} did not end with a failed job ({}); its log:\n{}",
+            self.label,
+            self.status
+                .clone()
+                .unwrap_or_else(|| format!("killed after {} s", self.deadline.as_secs())),
+            self.log
+        );
+    }
+
     pub fn assert_log_contains(&self, text: &str) {
         assert!(
             self.log.contains(text),

@@ -3,8 +3,10 @@
 //!
 //! - [`agent_cli`] installs the CLI once per target directory with `klaud install-cli`
 //!   (`install.rs`; the npm registry is the only network these tests use),
-//! - [`ModelServer`] answers the CLI's model requests from a script of [`Turn`]s and records
-//!   them (`model_server.rs`),
+//! - [`ModelServer`] answers the CLI's model requests from a script of [`Turn`]s (text, a
+//!   `Bash` call, another tool's call such as `StructuredOutput`, or a turn made from the request
+//!   it answers), or several CLI runs at once each from its own script ([`Conversations`]),
+//!   and records them (`model_server.rs`),
 //! - [`AgentRun`] runs `claude -p` with a hermetic environment and a time limit (`run.rs`).
 //!
 //! Include it as `#[path = "agent_support/mod.rs"] mod agent_support;`.
@@ -50,7 +52,21 @@
 //!
 //! The result (`--output-format json`): `num_turns` is the number of agent-loop requests
 //! (a block costs one); `subtype`, `is_error`, `terminal_reason`, `result` (the last text),
-//! `permission_denials`.
+//! `permission_denials`. With `--output-format stream-json --verbose` (what
+//! claude-code-action reads) stdout is one JSON message a line: `system`/`init` (its
+//! `session_id`, the tools), the assistant and user messages (`tool_use`, `tool_result`), other
+//! `system` messages (e.g. `notification`), and the `result` last. Every model request's
+//! `metadata.user_id` is itself JSON and holds the same `session_id`
+//! ([`ModelRequest::session_id`]), which tells runs sharing a server apart.
+//!
+//! Structured output (`--json-schema S`): a schema naming the 2020-12 meta-schema in `$schema`
+//! is refused before any request (exit 1, "--json-schema is not a valid JSON Schema: no schema
+//! with key or ref …"). The CLI offers a `StructuredOutput` tool. A turn that ends in text is
+//! answered with a user text `[structured-output-enforce] You MUST call the StructuredOutput
+//! tool …` (then the Stop hook's feedback, when it blocks). A `StructuredOutput` call ends the
+//! run: the result holds `structured_output` (and `result` its JSON text), and the Stop hook,
+//! run once more (no `last_assistant_message`), cannot keep the agent going — its block is not
+//! honoured.
 //!
 //! Permissions: in print mode `--allowedTools Bash` is enough for `Bash` commands to run,
 //! also ones writing outside the working directory; without it a write is denied (the
@@ -77,7 +93,9 @@ mod run;
 
 pub use install::{AGENT_CLI_VERSION, agent_cli, install_directory};
 pub use model_server::{
-    LoggedRequest, ModelRequest, ModelServer, RequestKind, SCRIPT_EXHAUSTED_ANSWER,
+    Conversations, LoggedRequest, ModelRequest, ModelServer, RequestKind, SCRIPT_EXHAUSTED_ANSWER,
     SIDE_REQUEST_ANSWER, Turn, classify,
 };
-pub use run::{AgentOutcome, AgentRun, DEFAULT_TIMEOUT, Finished, TRACKING_VARIABLE, run_bounded};
+pub use run::{
+    AgentOutcome, AgentRun, DEFAULT_TIMEOUT, Finished, TRACKING_VARIABLE, kill_tracked, run_bounded,
+};

@@ -2,8 +2,12 @@
 //! queue of [`Turn`]s, side requests and the start-up probe with fixed answers, and a log of
 //! everything the CLI sent. Which request belongs to the agent loop is decided by
 //! [`classify`]; the module docs of `agent_support` say what the CLI sends.
+//!
+//! One server can also answer several CLI runs at once ([`Conversations`]): each run is a
+//! conversation of its own (the CLI's session id, sent in every request's `metadata`), told
+//! apart from the others by what it has seen, and answered from its own script.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -26,8 +30,20 @@ pub struct Turn {
     delay: Duration,
 }
 
+/// A turn made from the request it answers.
+#[derive(Clone)]
+struct Computed(Arc<dyn Fn(&ModelRequest) -> Turn + Send + Sync>);
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("<a turn made from its request>")
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Reply {
+    /// The turn `make` returns for the request being answered.
+    Computed(Computed),
     /// Assistant text; `stop_reason: end_turn`.
     Text(String),
     /// One `tool_use` block for the `Bash` tool; `stop_reason: tool_use`.
@@ -35,6 +51,8 @@ enum Reply {
         command: String,
         description: String,
     },
+    /// One `tool_use` block for another tool, with its input; `stop_reason: tool_use`.
+    Tool { name: String, input: Value },
 }
 
 impl Turn {
@@ -57,9 +75,76 @@ impl Turn {
         }
     }
 
+    /// The model calls the tool `name` with `input` (e.g. `StructuredOutput`, the tool the CLI
+    /// offers for `--json-schema`).
+    pub fn tool(name: impl Into<String>, input: Value) -> Turn {
+        Turn {
+            reply: Reply::Tool {
+                name: name.into(),
+                input,
+            },
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// The turn `make` returns for the request it answers: what the model says may depend on
+    /// what it was told (a path the prompt names, the output of an earlier command).
+    pub fn from_request(make: impl Fn(&ModelRequest) -> Turn + Send + Sync + 'static) -> Turn {
+        Turn {
+            reply: Reply::Computed(Computed(Arc::new(make))),
+            delay: Duration::ZERO,
+        }
+    }
+
     /// The same turn, answered only after `delay` (nothing is sent before).
     pub fn delay(self, delay: Duration) -> Turn {
         Turn { delay, ..self }
+    }
+
+    /// The turn as answered to `request`: a computed turn made, keeping this turn's delay when
+    /// it has one.
+    fn resolve(self, request: &ModelRequest) -> (Reply, Duration) {
+        match self.reply {
+            Reply::Computed(Computed(make)) => {
+                let (reply, delay) = make(request).resolve(request);
+                (
+                    reply,
+                    if self.delay.is_zero() {
+                        delay
+                    } else {
+                        self.delay
+                    },
+                )
+            }
+            reply => (reply, self.delay),
+        }
+    }
+}
+
+/// Scripts for several CLI runs served at once. A conversation is one CLI session; each is
+/// answered the `opening` turns first, and then follows the first script not yet taken whose
+/// key occurs in one of the conversation's non-assistant texts (e.g. an id in the output of a
+/// command an opening turn ran). A conversation that matches no script is answered
+/// [`SCRIPT_EXHAUSTED_ANSWER`] and counted ([`ModelServer::unmatched_conversations`]).
+#[derive(Clone, Debug, Default)]
+pub struct Conversations {
+    opening: Vec<Turn>,
+    scripts: Vec<(String, Vec<Turn>)>,
+}
+
+impl Conversations {
+    /// The turns every conversation starts with.
+    pub fn opening(turns: impl IntoIterator<Item = Turn>) -> Conversations {
+        Conversations {
+            opening: turns.into_iter().collect(),
+            scripts: Vec::new(),
+        }
+    }
+
+    /// The script of the conversation whose texts hold `key`.
+    pub fn script(mut self, key: impl Into<String>, turns: impl IntoIterator<Item = Turn>) -> Self {
+        self.scripts.push((key.into(), turns.into_iter().collect()));
+        self
     }
 }
 
@@ -95,6 +180,32 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
+    /// The CLI's session id (`metadata.user_id`, itself JSON, holds it), or empty.
+    pub fn session_id(&self) -> String {
+        self.body["metadata"]["user_id"]
+            .as_str()
+            .and_then(|user| serde_json::from_str::<Value>(user).ok())
+            .and_then(|user| user["session_id"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// The text of the last `tool_result` block sent (a string content, or its `text` blocks
+    /// joined), or empty.
+    pub fn last_tool_result(&self) -> String {
+        let block = self
+            .messages()
+            .iter()
+            .filter(|message| message["role"] == "user")
+            .filter_map(|message| message["content"].as_array())
+            .flatten()
+            .rfind(|block| block["type"] == "tool_result");
+        let mut texts = Vec::new();
+        if let Some(block) = block {
+            push_texts(&block["content"], &mut texts);
+        }
+        texts.join("\n")
+    }
+
     /// The conversation as sent: `user`, `assistant` and (mid-conversation) `system` messages.
     pub fn messages(&self) -> &[Value] {
         self.body["messages"].as_array().map_or(&[], Vec::as_slice)
@@ -184,14 +295,73 @@ pub fn classify(body: &Value, agent_loop_system: Option<&str>) -> RequestKind {
     }
 }
 
+/// One script and the conversation that took it.
+struct Script {
+    /// `None` for the one script of [`ModelServer::start`], which every request follows.
+    key: Option<String>,
+    turns: VecDeque<Turn>,
+    taken_by: Option<String>,
+}
+
+/// One conversation (a CLI session): its agent loop's system prompt once known, how many
+/// opening turns it was given, and the script it follows once matched.
+#[derive(Default)]
+struct Conversation {
+    agent_loop_system: Option<String>,
+    opened: usize,
+    script: Option<usize>,
+}
+
 #[derive(Default)]
 struct Recorded {
-    script: VecDeque<Turn>,
-    agent_loop_system: Option<String>,
+    /// Conversations by session id; all requests are one conversation unless `by_session`.
+    by_session: bool,
+    opening: Vec<Turn>,
+    scripts: Vec<Script>,
+    conversations: BTreeMap<String, Conversation>,
     log: Vec<LoggedRequest>,
     agent_loop: Vec<ModelRequest>,
     side: Vec<ModelRequest>,
     answers_after_script: usize,
+    unmatched: Vec<String>,
+}
+
+impl Recorded {
+    /// The next turn of the conversation `session` for its agent-loop request `request`.
+    fn next_turn(&mut self, session: &str, request: &ModelRequest) -> Turn {
+        let conversation = self.conversations.entry(session.to_string()).or_default();
+        if conversation.opened < self.opening.len() {
+            conversation.opened += 1;
+            return self.opening[conversation.opened - 1].clone();
+        }
+        if conversation.script.is_none() {
+            let texts = request.user_texts();
+            conversation.script = self.scripts.iter().position(|script| {
+                script.taken_by.is_none()
+                    && script
+                        .key
+                        .as_deref()
+                        .is_some_and(|key| texts.iter().any(|text| text.contains(key)))
+            });
+            match conversation.script {
+                Some(index) => self.scripts[index].taken_by = Some(session.to_string()),
+                None => {
+                    if !self.unmatched.iter().any(|seen| seen == session) {
+                        self.unmatched.push(session.to_string());
+                    }
+                    return Turn::text(SCRIPT_EXHAUSTED_ANSWER);
+                }
+            }
+        }
+        let index = conversation.script.expect("a matched conversation");
+        match self.scripts[index].turns.pop_front() {
+            Some(turn) => turn,
+            None => {
+                self.answers_after_script += 1;
+                Turn::text(SCRIPT_EXHAUSTED_ANSWER)
+            }
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -218,15 +388,51 @@ impl ModelServer {
     /// Serves the Messages API on 127.0.0.1 at a free port, the agent loop answered by `script`
     /// in order.
     pub fn start(script: impl IntoIterator<Item = Turn>) -> ModelServer {
+        let mut conversations = BTreeMap::new();
+        conversations.insert(
+            String::new(),
+            Conversation {
+                script: Some(0),
+                ..Conversation::default()
+            },
+        );
+        ModelServer::serve(Recorded {
+            scripts: vec![Script {
+                key: None,
+                turns: script.into_iter().collect(),
+                taken_by: Some(String::new()),
+            }],
+            conversations,
+            ..Recorded::default()
+        })
+    }
+
+    /// Serves the Messages API on 127.0.0.1 at a free port for several CLI runs at once, each
+    /// answered from its own script (see [`Conversations`]).
+    pub fn start_conversations(conversations: Conversations) -> ModelServer {
+        ModelServer::serve(Recorded {
+            by_session: true,
+            opening: conversations.opening,
+            scripts: conversations
+                .scripts
+                .into_iter()
+                .map(|(key, turns)| Script {
+                    key: Some(key),
+                    turns: turns.into_iter().collect(),
+                    taken_by: None,
+                })
+                .collect(),
+            ..Recorded::default()
+        })
+    }
+
+    fn serve(recorded: Recorded) -> ModelServer {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind 127.0.0.1:0");
         listener
             .set_nonblocking(true)
             .expect("a non-blocking listener");
         let address = listener.local_addr().expect("the listener's address");
-        let shared = Shared(Arc::new(Mutex::new(Recorded {
-            script: script.into_iter().collect(),
-            ..Recorded::default()
-        })));
+        let shared = Shared(Arc::new(Mutex::new(recorded)));
         let app = Router::new().fallback(answer).with_state(shared.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -295,9 +501,39 @@ impl ModelServer {
             .unwrap_or_default()
     }
 
-    /// Scripted turns not yet used.
+    /// The agent-loop requests of the conversation that took the script `key` (its opening
+    /// ones included), in order; empty when none did.
+    pub fn conversation_requests(&self, key: &str) -> Vec<ModelRequest> {
+        let recorded = self.shared.lock();
+        let Some(session) = recorded
+            .scripts
+            .iter()
+            .find(|script| script.key.as_deref() == Some(key))
+            .and_then(|script| script.taken_by.clone())
+        else {
+            return Vec::new();
+        };
+        recorded
+            .agent_loop
+            .iter()
+            .filter(|request| request.session_id() == session)
+            .cloned()
+            .collect()
+    }
+
+    /// Scripted turns not yet used (opening turns not counted).
     pub fn turns_left(&self) -> usize {
-        self.shared.lock().script.len()
+        let recorded = self.shared.lock();
+        recorded
+            .scripts
+            .iter()
+            .map(|script| script.turns.len())
+            .sum()
+    }
+
+    /// Session ids of the conversations that matched no script.
+    pub fn unmatched_conversations(&self) -> Vec<String> {
+        self.shared.lock().unmatched.clone()
     }
 
     /// How often the agent loop asked after the script was used up (each answered
@@ -325,8 +561,18 @@ async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: By
     let is_probe = (method == Method::HEAD || method == Method::GET) && path == "/api/hello";
     let (kind, turn, sequence) = {
         let mut recorded = shared.lock();
+        let request = ModelRequest { body: body.clone() };
+        let session = if recorded.by_session {
+            request.session_id()
+        } else {
+            String::new()
+        };
         let kind = if is_messages {
-            classify(&body, recorded.agent_loop_system.as_deref())
+            let system = recorded
+                .conversations
+                .get(&session)
+                .and_then(|conversation| conversation.agent_loop_system.clone());
+            classify(&body, system.as_deref())
         } else if is_probe {
             RequestKind::Probe
         } else {
@@ -334,21 +580,16 @@ async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: By
         };
         let turn = match kind {
             RequestKind::AgentLoop => {
-                if recorded.agent_loop_system.is_none() {
-                    recorded.agent_loop_system = Some(system_text(&body));
+                let conversation = recorded.conversations.entry(session.clone()).or_default();
+                if conversation.agent_loop_system.is_none() {
+                    conversation.agent_loop_system = Some(system_text(&body));
                 }
-                recorded
-                    .agent_loop
-                    .push(ModelRequest { body: body.clone() });
-                let turn = recorded.script.pop_front();
-                if turn.is_none() {
-                    recorded.answers_after_script += 1;
-                }
-                Some(turn.unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED_ANSWER)))
+                recorded.agent_loop.push(request.clone());
+                Some(recorded.next_turn(&session, &request).resolve(&request))
             }
             RequestKind::Side => {
-                recorded.side.push(ModelRequest { body: body.clone() });
-                Some(Turn::text(SIDE_REQUEST_ANSWER))
+                recorded.side.push(request.clone());
+                Some(Turn::text(SIDE_REQUEST_ANSWER).resolve(&request))
             }
             RequestKind::Probe | RequestKind::Unknown => None,
         };
@@ -361,11 +602,11 @@ async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: By
         (kind, turn, recorded.log.len())
     };
     match (kind, turn) {
-        (_, Some(turn)) => {
-            if !turn.delay.is_zero() {
-                tokio::time::sleep(turn.delay).await;
+        (_, Some((reply, delay))) => {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
             }
-            message_response(&turn.reply, &body, sequence)
+            message_response(&reply, &body, sequence)
         }
         (RequestKind::Probe, None) => response(StatusCode::OK, "text/plain", Body::empty()),
         _ => response(
@@ -409,6 +650,16 @@ fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response
             }),
             "tool_use",
         ),
+        Reply::Tool { name, input } => (
+            json!({
+                "type": "tool_use",
+                "id": format!("toolu_scripted_{sequence}"),
+                "name": name,
+                "input": input,
+            }),
+            "tool_use",
+        ),
+        Reply::Computed(_) => unreachable!("a computed turn is made before it is answered"),
     };
     let id = format!("msg_scripted_{sequence}");
     let usage = json!({"input_tokens": 10, "output_tokens": 5});
@@ -428,7 +679,8 @@ fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response
             json!({"type": "text", "text": ""}),
             json!({"type": "text_delta", "text": text}),
         ),
-        Reply::Bash { .. } => {
+        Reply::Computed(_) => unreachable!("a computed turn is made before it is answered"),
+        Reply::Bash { .. } | Reply::Tool { .. } => {
             let input = block["input"].to_string();
             let mut start = block.clone();
             start["input"] = json!({});

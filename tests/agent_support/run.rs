@@ -97,7 +97,7 @@ fn kill_group(leader: u32) {
 
 /// Kills every process whose environment holds `TRACKING_VARIABLE=tracking`, until none is
 /// left; returns their pids.
-fn kill_tracked(tracking: &str) -> Vec<u32> {
+pub fn kill_tracked(tracking: &str) -> Vec<u32> {
     let entry = format!("{TRACKING_VARIABLE}={tracking}").into_bytes();
     let mut killed = Vec::new();
     for _ in 0..100 {

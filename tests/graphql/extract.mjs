@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url";
 
 /** Object and interface types klaud's queries reach, with the fields kept of each. */
 const FIELDS = {
-  Query: ["repository"],
+  Query: ["repository", "viewer"],
   Mutation: ["convertPullRequestToDraft", "markPullRequestReadyForReview", "updateRefs"],
   Repository: ["id", "nameWithOwner", "object", "pullRequest", "pullRequests"],
   PullRequestConnection: ["nodes", "totalCount"],
@@ -56,7 +56,7 @@ const FIELDS = {
     "updatedAt",
   ],
   Actor: ["login"],
-  User: ["login"],
+  User: ["databaseId", "login"],
   Bot: ["login"],
   LabelConnection: ["nodes", "totalCount"],
   Label: ["name"],

@@ -20,7 +20,7 @@ use super::StepContext;
 use super::work_files::write_json_file;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
-use crate::core::outcome_file::outcome_schema;
+use crate::core::outcome_file::structured_output_schema;
 use crate::core::session::adoption::{
     Adoption, JobIdentity, Refusal, adopt, newest_session, pull_request_refusal,
     session_pull_request,
@@ -45,7 +45,7 @@ pub struct SessionOutputs {
     pub proceed: bool,
     pub context_file: String,
     pub outcome_file: String,
-    /// The outcome file's JSON Schema, compact.
+    /// The outcome file's JSON Schema, compact, as the agent CLI's `--json-schema` takes it.
     pub outcome_schema: String,
     /// Settings JSON for the agent CLI: klaud's Stop hook and deadline warning.
     pub agent_settings: String,
@@ -183,7 +183,7 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         proceed: true,
         context_file: written.context_file.display().to_string(),
         outcome_file: written.outcome_file.display().to_string(),
-        outcome_schema: outcome_schema().to_string(),
+        outcome_schema: structured_output_schema().to_string(),
         agent_settings: written.agent_settings.to_string(),
         deadline: attempt.deadline.to_rfc3339_opts(SecondsFormat::Secs, true),
         time_limit_minutes: policy.session.time_limit_minutes.to_string(),
@@ -347,7 +347,7 @@ fn refuse(
         proceed: false,
         context_file: String::new(),
         outcome_file: String::new(),
-        outcome_schema: outcome_schema().to_string(),
+        outcome_schema: structured_output_schema().to_string(),
         agent_settings: String::new(),
         deadline: String::new(),
         time_limit_minutes: context.policy.session.time_limit_minutes.to_string(),

@@ -113,7 +113,14 @@ pub fn answer(schema: &Schema, state: &mut RepoState, caller: &str, body: &Value
     let data = if mutation {
         execution.mutation(state, caller, set)
     } else {
-        execution.root(state, "Query", &Obj::Query, set)
+        execution.root(
+            state,
+            "Query",
+            &Obj::Query {
+                viewer: caller.to_string(),
+            },
+            set,
+        )
     };
     let mut out = Map::new();
     out.insert("data".into(), data);

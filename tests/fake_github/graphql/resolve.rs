@@ -8,7 +8,8 @@
 //!   that suffix; `GitActor.user` is typed `User`, so a commit by a GitHub App has no user;
 //! - the timeline holds the pull request's commits and, once closed (merged ones too), a
 //!   `ClosedEvent` whose actor is who closed it;
-//! - connections need `first` or `last` (at most 100), as on GitHub.
+//! - connections need `first` or `last` (at most 100), as on GitHub;
+//! - `viewer` is the account of the request's token, its `databaseId` the REST `id`.
 
 use serde_json::{Map, Value, json};
 
@@ -25,7 +26,10 @@ const MAX_PAGE: i64 = 100;
 /// An object of the fake's GraphQL graph.
 #[derive(Clone, Debug)]
 pub enum Obj {
-    Query,
+    /// The query root, asked by the token of `viewer`'s login.
+    Query {
+        viewer: String,
+    },
     Repository {
         full_name: String,
     },
@@ -70,7 +74,7 @@ impl Obj {
     /// The object's GraphQL type.
     pub fn type_name(&self) -> &str {
         match self {
-            Obj::Query => "Query",
+            Obj::Query { .. } => "Query",
             Obj::Repository { .. } => "Repository",
             Obj::PullRequestConnection { .. } => "PullRequestConnection",
             Obj::PullRequest(_) => "PullRequest",
@@ -167,8 +171,9 @@ pub fn field(
         })
     };
     match object {
-        Obj::Query => match field {
+        Obj::Query { viewer } => match field {
             "repository" => repository(state, arguments),
+            "viewer" => Ok(Resolved::Object(Obj::Actor(viewer.clone()))),
             _ => unresolved(),
         },
         Obj::Repository { full_name } => {
@@ -209,6 +214,8 @@ pub fn field(
         Obj::PullRequest(number) => pull_request_field(state, *number, field, arguments),
         Obj::Actor(login) => match field {
             "login" => Ok(Resolved::leaf(graphql_login(login))),
+            // The account's REST `id`.
+            "databaseId" => Ok(Resolved::leaf(user_id(login))),
             _ => unresolved(),
         },
         Obj::LabelConnection { names, total } => match field {
