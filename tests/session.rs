@@ -558,3 +558,52 @@ fn notes_keep_one_log_comment_in_place_and_the_attempt_record() {
     assert_eq!(code, 1, "{log}");
     assert!(log.contains("runs no attempt of this session"), "{log}");
 }
+
+#[test]
+fn without_an_outcome_file_the_agents_structured_output_is_the_outcome() {
+    let mut world = World::new();
+    let parent = world.running_planner(&["a"]);
+    claimed(&mut world, "a", parent);
+    world.bot_draft("a");
+    let server = world.start();
+    let pass = Pass::new(parent);
+    let execution = pass.path("execution.json");
+    std::fs::write(
+        &execution,
+        r#"[{"type": "system"}, {"type": "result", "subtype": "success", "is_error": false,
+            "num_turns": 4, "total_cost_usd": 0.12,
+            "structured_output": {"outcome": "failed", "reason-code": "smoke-failed"}}]"#,
+    )
+    .unwrap();
+    let missing = pass.path("out/outcome.json");
+    let (code, stdout, stderr) = run_mode(
+        &server,
+        &pass,
+        "finish",
+        &[
+            "--candidate",
+            "a",
+            "--agent-outcome",
+            "success",
+            "--cancel-wait",
+            "0",
+            "--outcome-file",
+            missing.to_str().unwrap(),
+            "--execution-file",
+            execution.to_str().unwrap(),
+        ],
+        |_| {},
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("the agent's structured output says failed"),
+        "{stdout}"
+    );
+    assert_eq!(pass.outputs()["outcome"], "failed");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(pass.path("out/finish.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["reason-code"], "smoke-failed");
+    assert_eq!(record["agent-result"]["total-cost-usd"], 0.12);
+}

@@ -24,6 +24,10 @@ pub struct AgentResult {
     pub total_cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// What the agent returned through `--json-schema`'s structured output (the outcome JSON the
+    /// workflow asks for), when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
 }
 
 impl AgentResult {
@@ -70,6 +74,10 @@ pub fn read_execution_file(text: &str) -> Result<AgentResult, ExecutionFileError
             .and_then(Value::as_f64)
             .filter(|cost| cost.is_finite() && *cost >= 0.0),
         duration_ms: result.get("duration_ms").and_then(Value::as_u64),
+        structured_output: result
+            .get("structured_output")
+            .filter(|output| output.is_object())
+            .cloned(),
     })
 }
 

@@ -26,6 +26,7 @@ use crate::core::finish::{
     record,
 };
 use crate::core::ledger::{AttemptEnd, Session, SessionState};
+use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
 use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
 use crate::shell::cli::FinishArgs;
@@ -82,8 +83,9 @@ struct FinishRecord<'a> {
 }
 
 pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
-    let inputs = read_inputs(arguments)?;
+    let mut inputs = read_inputs(arguments)?;
     let agent_result = read_agent_result(context, arguments);
+    outcome_from_structured_output(context, &mut inputs, agent_result.as_ref());
     let own_run = context
         .environment
         .github_run_id
@@ -291,6 +293,39 @@ fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<Ag
             ));
             None
         }
+    }
+}
+
+/// Without a valid outcome file, the outcome the agent returned as its structured output
+/// (`--json-schema`: a `StructuredOutput` call ends the agent's run, so it may end without
+/// writing the file): used when it is a valid outcome file's content, said in the log.
+fn outcome_from_structured_output(
+    context: &StepContext,
+    inputs: &mut FinishInputs,
+    agent_result: Option<&AgentResult>,
+) {
+    let Some(problem) = inputs.outcome_file_problem.clone() else {
+        return;
+    };
+    let Some(output) = agent_result.and_then(|result| result.structured_output.as_ref()) else {
+        return;
+    };
+    match parse_outcome_file(&output.to_string()) {
+        Ok(file) => {
+            context.reporter.info(&format!(
+                "the outcome file could not be used ({problem}); the agent's structured output says {}",
+                file.outcome
+            ));
+            inputs.outcome = file.outcome;
+            inputs.phase = file.phase;
+            inputs.reason_code = file.reason_code;
+            inputs.pull_request = file.pull_request;
+            inputs.run_ids = file.run_ids;
+            inputs.outcome_file_problem = None;
+        }
+        Err(error) => context.reporter.warning(&format!(
+            "the agent's structured output is not an outcome either ({error})"
+        )),
     }
 }
 
