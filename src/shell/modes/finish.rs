@@ -20,7 +20,7 @@ use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
-use crate::core::execution::{AgentResult, read_execution_file};
+use crate::core::execution::{AgentRecord, read_execution_file};
 use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
@@ -78,7 +78,7 @@ struct FinishRecord<'a> {
     dry_run_writes: Vec<RecordedWrite>,
     /// What the agent's execution file says about how it ended, when one was given and read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    agent_result: Option<AgentResult>,
+    agent_result: Option<AgentRecord>,
 }
 
 pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
@@ -149,6 +149,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             _ => AttemptEnd::Finished,
         },
         runs_seen: runs_seen(&facts),
+        agent: agent_result.clone(),
     };
     if let Some(problem) = &inputs.outcome_file_problem {
         reporter.warning(&format!(
@@ -220,7 +221,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             applied: &applied,
             requests: &requests,
             dry_run_writes: connection.recorded_writes(),
-            agent_result,
+            agent_result: agent_result.clone(),
         },
     )?;
     let outputs = FinishOutputs {
@@ -241,6 +242,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         .write_summary(&summary(
             &plan,
             &applied,
+            agent_result.as_ref(),
             &requests,
             &connection.recorded_writes(),
         ))
@@ -254,9 +256,9 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
     Ok(())
 }
 
-/// The execution file's result, when one was given: a file that is empty of a result (the
+/// The execution record's result, when one was given: a file that is empty of a result (the
 /// agent loop was killed) or unreadable is said in the log, never fails the step.
-fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<AgentResult> {
+fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<AgentRecord> {
     let path = arguments
         .execution_file
         .as_ref()
@@ -266,22 +268,9 @@ fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<Ag
         .and_then(|text| read_execution_file(&text).map_err(|error| error.to_string()));
     match read {
         Ok(result) => {
-            context.reporter.info(&format!(
-                "agent result: {} ({}), {} turns, {}",
-                result.subtype.as_deref().unwrap_or("no subtype"),
-                result
-                    .terminal_reason
-                    .as_deref()
-                    .unwrap_or("no terminal reason"),
-                result
-                    .num_turns
-                    .map(|n| n.to_string())
-                    .unwrap_or("?".into()),
-                result
-                    .total_cost_usd
-                    .map(|cost| format!("${cost:.4}"))
-                    .unwrap_or("cost not reported".into())
-            ));
+            context
+                .reporter
+                .info(&format!("agent result: {}", result.describe()));
             Some(result)
         }
         Err(error) => {
@@ -459,6 +448,7 @@ fn print_plan(context: &StepContext, plan: &FinishPlan) {
 fn summary(
     plan: &FinishPlan,
     applied: &Applied,
+    agent: Option<&AgentRecord>,
     requests: &RequestReport,
     dry_run_writes: &[RecordedWrite],
 ) -> String {
@@ -475,6 +465,9 @@ fn summary(
         plan.cleanup.name(),
         plan.reason
     );
+    if let Some(agent) = agent {
+        text.push_str(&format!("Agent run: {}\n\n", agent.describe()));
+    }
     if let Some(group) = applied.group() {
         let rows: Vec<Vec<String>> = group
             .actions
