@@ -1,7 +1,8 @@
 //! `klaud finish` end to end against the fake GitHub (contract §3.5, §4, §5): every row of the
 //! outcome table, the maintainer-closed ready pull request (never redrafted), the closed ready
 //! pull request with a pending cleanup (finishes instead of getting stuck), legacy outcome
-//! names, a skipped agent step, the receipt updated in place, the guards and the dry run.
+//! names, a skipped agent step, the agent's execution record (read, or reported when unusable),
+//! the receipt updated in place, the guards and the dry run.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 

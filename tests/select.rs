@@ -1,7 +1,7 @@
 //! `klaud select` end to end against the fake GitHub: claims in the ledger, `selection.json`,
 //! `candidate.json`, outputs and summary; dry runs; bad input (exit 2, no request that writes);
-//! invalid reviews and incomplete listings (exit 0, nothing claimed); baselines; the capacity
-//! gate; repeating a pass; a ledger that keeps changing (exit 1).
+//! invalid reviews, incomplete listings and a used-up daily budget (exit 0, nothing claimed);
+//! baselines; the capacity gate; repeating a pass; a ledger that keeps changing (exit 1).
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
 

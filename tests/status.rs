@@ -1,5 +1,6 @@
 //! `klaud status` against the fake GitHub: the ledger and the live sessions in the step summary
-//! and `status.json`, a text rendering in a terminal, and that it writes nothing to GitHub.
+//! and `status.json` (with the agent cost and sessions per outcome over 7 days), a text
+//! rendering in a terminal, and that it writes nothing to GitHub.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
 
