@@ -364,6 +364,11 @@ const ROWS: &[(&str, &str, Change)] = &[
         |run| run.file("klaud.yml", "session:\n  wrap-up-minutes: 400\n"),
     ),
     (
+        "every mode",
+        "config: `budget: {daily-usd: 0}` (not a positive amount)",
+        |run| run.file("klaud.yml", "budget:\n  daily-usd: 0\n"),
+    ),
+    (
         "`verify-baselines`, `select`, `prepare-review`",
         "a candidate's record over 64 KiB",
         |run| {

@@ -1,7 +1,8 @@
 //! `klaud finish` end to end against the fake GitHub (contract §3.5, §4, §5): every row of the
 //! outcome table, the maintainer-closed ready pull request (never redrafted), the closed ready
 //! pull request with a pending cleanup (finishes instead of getting stuck), legacy outcome
-//! names, a skipped agent step, the receipt updated in place, the guards and the dry run.
+//! names, a skipped agent step, the agent's execution record (read, or reported when unusable),
+//! the receipt updated in place, the guards and the dry run.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 
@@ -527,4 +528,102 @@ fn a_missing_outcome_file_records_no_outcome() {
     let session = session_of(&server, "a");
     assert_eq!(session.outcome, Some(Outcome::NoOutcome));
     assert!(!session.agent_ran);
+}
+
+/// A file of the real agent CLI's data (`../shared/fixtures/claude-code/`), read in place.
+fn agent_fixture(name: &str) -> std::path::PathBuf {
+    let root = std::env::var("KLAUD_FIXTURES")
+        .unwrap_or_else(|_| format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR")));
+    std::path::Path::new(&root).join("claude-code").join(name)
+}
+
+#[test]
+fn the_agents_execution_record_goes_into_the_attempt_finish_json_and_the_summary() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    live_draft(&mut world, "a", parent);
+    let adopted = chrono::DateTime::from_timestamp(world.ago(3600).0, 0).unwrap();
+    world.ledger.sessions[0]
+        .attempts
+        .push(klaud::core::ledger::Attempt {
+            number: 1,
+            run: FINISH_RUN,
+            adopted_at: adopted,
+            deadline: adopted + chrono::Duration::hours(5),
+            ended_at: None,
+            end: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: None,
+        });
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+    // The stream of a run whose model API refused connections: `success` with `is_error`.
+    let record = agent_fixture("stream-api-unreachable.json");
+
+    let log = finish(
+        &server,
+        &pass,
+        "a",
+        &[
+            "--outcome",
+            "failed",
+            "--agent-outcome",
+            "failure",
+            "--execution-file",
+            record.to_str().unwrap(),
+        ],
+        0,
+    );
+
+    assert!(
+        log.contains("agent result: failed (success, api_error, is_error)"),
+        "{log}"
+    );
+    let agent = session_of(&server, "a").attempts[0].agent.clone().unwrap();
+    assert_eq!(agent.is_error, Some(true));
+    assert_eq!(agent.subtype.as_deref(), Some("success"));
+    assert_eq!(agent.terminal_reason.as_deref(), Some("api_error"));
+    assert_eq!(agent.turns, Some(1));
+    assert_eq!(agent.cost_usd, Some(0.0));
+    let finish_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(pass.path("out/finish.json")).unwrap())
+            .unwrap();
+    assert_eq!(finish_json["agent-result"]["is-error"], true);
+    assert_eq!(finish_json["agent-result"]["turns"], 1);
+    assert!(
+        pass.summary()
+            .contains("Agent run: failed (success, api_error, is_error), 1 turns, $0.0000"),
+        "{}",
+        pass.summary()
+    );
+}
+
+#[test]
+fn an_unreadable_execution_record_is_reported_and_the_outcome_still_recorded() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    live_draft(&mut world, "a", parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+    let record = pass.path("execution.json");
+    std::fs::write(&record, "[{\"type\": \"assistant\"}").unwrap();
+
+    let log = finish(
+        &server,
+        &pass,
+        "a",
+        &[
+            "--outcome",
+            "failed",
+            "--execution-file",
+            record.to_str().unwrap(),
+        ],
+        0,
+    );
+
+    assert!(log.contains("says nothing usable (not JSON"), "{log}");
+    assert_eq!(session_of(&server, "a").outcome, Some(Outcome::Failed));
+    assert!(!pass.summary().contains("Agent run:"));
 }

@@ -1,7 +1,7 @@
 //! `klaud select` end to end against the fake GitHub: claims in the ledger, `selection.json`,
 //! `candidate.json`, outputs and summary; dry runs; bad input (exit 2, no request that writes);
-//! invalid reviews and incomplete listings (exit 0, nothing claimed); baselines; the capacity
-//! gate; repeating a pass; a ledger that keeps changing (exit 1).
+//! invalid reviews, incomplete listings and a used-up daily budget (exit 0, nothing claimed);
+//! baselines; the capacity gate; repeating a pass; a ledger that keeps changing (exit 1).
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
 
@@ -431,6 +431,87 @@ fn an_incomplete_pull_request_listing_defers_instead_of_reading_as_no_pull_reque
     assert_eq!(selection["deferred-reason"], "listing-incomplete");
     assert_eq!(selection["candidates"][0]["decision"], "listing-incomplete");
     assert_eq!(pass.outputs()["selected"], "false");
+}
+
+/// A ledger whose finished session c and parked session p ran jobs that ended `hours_ago`
+/// (each) and cost `cost_usd` (each).
+fn ledger_with_costs(hours_ago: i64, cost_usd: f64) -> Ledger {
+    let now = Utc::now();
+    let mut ledger = Ledger::empty();
+    for (candidate, family) in [("c", "fc"), ("p", "fp")] {
+        ledger
+            .claim_family(candidate, family, 70, now - Duration::hours(hours_ago + 2))
+            .unwrap();
+    }
+    for (index, session) in ledger.sessions.iter_mut().enumerate() {
+        let ended = now - Duration::hours(hours_ago);
+        session.attempts.push(klaud::core::ledger::Attempt {
+            number: 1,
+            run: 600 + index as u64,
+            adopted_at: ended - Duration::hours(1),
+            deadline: ended + Duration::hours(4),
+            ended_at: Some(ended),
+            end: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: Some(klaud::core::execution::AgentRecord {
+                cost_usd: Some(cost_usd),
+                ..Default::default()
+            }),
+        });
+    }
+    ledger.sessions[1].state = klaud::core::ledger::SessionState::Parked;
+    ledger.finish_session("c", Outcome::Failed, true, now - Duration::hours(hours_ago));
+    ledger
+}
+
+#[test]
+fn a_used_up_daily_budget_defers_every_candidate_with_the_figures_and_claims_nothing() {
+    let mut state = repository();
+    seed_ledger(&mut state, &ledger_with_costs(3, 6.2));
+    let server = FakeGitHub::start(state);
+    let pass = Pass::new(RUN, &candidates_json(&[("a", "fa"), ("b", "fb")]));
+    pass.write("klaud.yml", "budget:\n  daily-usd: 10\n");
+
+    let log = pass.run(&server, |_| {}, 0);
+
+    let figures = "$12.40 recorded in the last 24 hours, budget $10.00";
+    assert!(
+        log.contains("::warning::the daily budget is used up"),
+        "{log}"
+    );
+    assert!(log.contains(figures), "{log}");
+    let selection = pass.selection();
+    assert_eq!(selection["deferred-reason"], "budget-exhausted");
+    for candidate in selection["candidates"].as_array().unwrap() {
+        assert_eq!(candidate["decision"], "budget-exhausted");
+        assert_eq!(candidate["reason"]["code"], "budget-exhausted");
+        assert!(
+            candidate["reason"]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with(figures)
+        );
+    }
+    assert_eq!(pass.outputs()["selected"], "false");
+    assert_eq!(pass.outputs()["candidates"], "[]");
+    assert!(write_requests(&server).is_empty(), "nothing is claimed");
+    assert!(pass.summary().contains("`budget-exhausted`"));
+}
+
+#[test]
+fn the_budget_counts_only_the_last_24_hours() {
+    let mut state = repository();
+    seed_ledger(&mut state, &ledger_with_costs(25, 6.2));
+    let server = FakeGitHub::start(state);
+    let pass = Pass::new(RUN, &candidates_json(&[("a", "fa")]));
+    pass.write("klaud.yml", "budget:\n  daily-usd: 10\n");
+
+    pass.run(&server, |_| {}, 0);
+
+    assert_eq!(pass.selected_ids(), ["a"]);
+    assert_eq!(pass.selection()["deferred-reason"], Value::Null);
 }
 
 #[test]

@@ -605,5 +605,58 @@ fn without_an_outcome_file_the_agents_structured_output_is_the_outcome() {
         serde_json::from_str(&std::fs::read_to_string(pass.path("out/finish.json")).unwrap())
             .unwrap();
     assert_eq!(record["reason-code"], "smoke-failed");
-    assert_eq!(record["agent-result"]["total-cost-usd"], 0.12);
+    assert_eq!(record["agent-result"]["cost-usd"], 0.12);
+}
+
+#[test]
+fn a_used_up_daily_budget_keeps_a_parked_session_parked_until_the_budget_has_room() {
+    let mut world = World::new();
+    let parent = world.finished_planner(8, &["a"]);
+    claimed(&mut world, "a", parent);
+    let commits = vec![world.bot_commit("a", 9)];
+    let number = world.bot_pull("a", true, commits, &["klaud-parked"]);
+    let session = world.ledger.sessions.last_mut().unwrap();
+    session.state = SessionState::Parked;
+    session.pull_request = Some(number);
+    // Its first job ran out of time 69 minutes ago; its agent cost $6.25.
+    let mut first_job = attempt(1, parent, 400, Some(AttemptEnd::TimeRanOut));
+    first_job.agent = Some(klaud::core::execution::AgentRecord {
+        cost_usd: Some(6.25),
+        ..Default::default()
+    });
+    session.attempts.push(first_job);
+    let server = world.start();
+
+    let spent = Pass::new(88_400);
+    std::fs::write(
+        spent.path("klaud.yml"),
+        format!("bot: {BOT}\nbudget:\n  daily-usd: 6.25\n"),
+    )
+    .unwrap();
+    spent.run(&server);
+
+    assert_eq!(spent.ids("resumed"), Vec::<String>::new());
+    assert!(server.with_state(|state| state.dispatches.is_empty()));
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Parked);
+    assert!(session.resuming.is_none());
+    let pull = server.with_state(|state| state.pulls[&number].clone());
+    assert_eq!(pull.labels, ["klaud-parked"]);
+    let record = std::fs::read_to_string(spent.path("out/recover.json")).unwrap();
+    assert!(
+        record.contains(
+            "budget-exhausted: nothing is resumed: $6.25 recorded in the last 24 hours, budget $6.25"
+        ),
+        "{record}"
+    );
+
+    let with_room = Pass::new(88_500);
+    std::fs::write(
+        with_room.path("klaud.yml"),
+        format!("bot: {BOT}\nbudget:\n  daily-usd: 20\n"),
+    )
+    .unwrap();
+    with_room.run(&server);
+    assert_eq!(with_room.ids("resumed"), ["a"]);
+    assert_eq!(server.with_state(|state| state.dispatches.len()), 1);
 }

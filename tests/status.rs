@@ -1,5 +1,6 @@
 //! `klaud status` against the fake GitHub: the ledger and the live sessions in the step summary
-//! and `status.json`, a text rendering in a terminal, and that it writes nothing to GitHub.
+//! and `status.json` (with the agent cost and sessions per outcome over 7 days), a text
+//! rendering in a terminal, and that it writes nothing to GitHub.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
 
@@ -11,12 +12,14 @@ mod github_mode_support;
 use chrono::{Duration, Utc};
 use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, FaultRule, PullRequestSpec};
 use github_mode_support::*;
-use klaud::core::ledger::{Lease, Ledger, SessionState};
+use klaud::core::execution::AgentRecord;
+use klaud::core::ledger::{Attempt, AttemptEnd, Lease, Ledger, SessionState};
 use klaud::core::outcome::Outcome;
 use serde_json::Value;
 
-/// Live session a (with its draft pull request), parked p, c failed an hour ago, the recovery
-/// lease held by run 90, and klaud's pull request for z that no session owns.
+/// Live session a (with its draft pull request), parked p after a $1.25 job, c failed an hour
+/// ago after a $2.50 job, the recovery lease held by run 90, and klaud's pull request for z
+/// that no session owns.
 fn busy_repository() -> FakeGitHubHandle {
     let mut state = repository();
     let now = Utc::now();
@@ -28,9 +31,15 @@ fn busy_repository() -> FakeGitHubHandle {
         .claim_family("p", "fp", 11, now - Duration::hours(3))
         .unwrap();
     ledger.sessions[1].state = SessionState::Parked;
+    ledger.sessions[1]
+        .attempts
+        .push(job_costing(now - Duration::hours(2), 1.25));
     ledger
         .claim_family("c", "fc", 9, now - Duration::hours(2))
         .unwrap();
+    ledger.sessions[2]
+        .attempts
+        .push(job_costing(now - Duration::hours(1), 2.5));
     ledger.finish_session("c", Outcome::Failed, true, now - Duration::hours(1));
     ledger.recovery_lease = Some(Lease {
         owner_run: 90,
@@ -47,6 +56,26 @@ fn busy_repository() -> FakeGitHubHandle {
         });
     }
     FakeGitHub::start(state)
+}
+
+/// One job of a session that ended at `ended` and whose agent cost `cost_usd`.
+fn job_costing(ended: chrono::DateTime<Utc>, cost_usd: f64) -> Attempt {
+    Attempt {
+        number: 1,
+        run: 70,
+        adopted_at: ended - Duration::hours(1),
+        deadline: ended + Duration::hours(4),
+        ended_at: Some(ended),
+        end: Some(AttemptEnd::Finished),
+        runs: Vec::new(),
+        notes: Vec::new(),
+        notes_folded: 0,
+        agent: Some(AgentRecord {
+            cost_usd: Some(cost_usd),
+            turns: Some(3),
+            ..AgentRecord::default()
+        }),
+    }
 }
 
 fn candidates_of(report: &Value, section: &str) -> Vec<String> {
@@ -77,8 +106,36 @@ fn status_shows_the_ledger_and_live_sessions_in_the_summary_and_status_json() {
         candidates_of(&report, "pull-requests-without-session"),
         ["z"]
     );
+    assert_eq!(report["cost"]["total-usd"], 3.75);
+    assert_eq!(report["cost"]["last-24-hours-usd"], 3.75);
+    assert_eq!(report["cost"]["attempts-with-cost"], 2);
+    let per_outcome: Vec<(String, u64, f64)> = report["cost"]["per-outcome"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["outcome"].as_str().unwrap().to_string(),
+                row["sessions"].as_u64().unwrap(),
+                row["cost-usd"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_outcome,
+        [
+            ("failed".to_string(), 1, 2.5),
+            ("live".to_string(), 1, 0.0),
+            ("parked".to_string(), 1, 1.25)
+        ]
+    );
     assert_eq!(step.output("live-sessions"), "1");
     let summary = step.summary();
+    assert!(
+        summary.contains("Agent cost over 7 days: $3.75 (2 job(s) with a recorded cost); last 24 hours: $3.75, no daily budget."),
+        "{summary}"
+    );
+    assert!(summary.contains("| failed | 1 | $2.50 |"), "{summary}");
     assert!(summary.contains("### klaud status"), "{summary}");
     assert!(summary.contains("| a | fa | live | 10 |"), "{summary}");
     assert!(summary.contains("| p | fp | parked | 11 |"), "{summary}");

@@ -11,6 +11,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::execution::AgentRecord;
 use super::ledger::{AttemptEnd, Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
@@ -35,6 +36,8 @@ pub struct FinishRequest {
     pub attempt_end: AttemptEnd,
     /// The runs on the session's branch this job saw, kept with the attempt.
     pub runs_seen: Vec<u64>,
+    /// What the agent's execution record said, kept with the attempt.
+    pub agent: Option<AgentRecord>,
 }
 
 /// What the deadline means for a job that ends without an outcome (contract §9).
@@ -636,6 +639,7 @@ pub fn record(
         attempt.end = Some(request.attempt_end);
         attempt.ended_at = Some(now);
         attempt.runs = request.runs_seen.clone();
+        attempt.agent = request.agent.clone();
     }
     match plan.cleanup {
         Cleanup::LeftAlone | Cleanup::Parked => {

@@ -40,6 +40,7 @@ fn request(outcome: Outcome) -> FinishRequest {
         run: 70,
         attempt_end: AttemptEnd::Finished,
         runs_seen: Vec::new(),
+        agent: None,
     }
 }
 
@@ -187,6 +188,46 @@ fn a_left_alone_session_keeps_running_with_its_outcome_pending() {
     let next = record(&ledger, &plan, &request(Outcome::Failed), at(5)).unwrap();
     assert_eq!(next.sessions[0].state, SessionState::Live);
     assert_eq!(next.sessions[0].pending_outcome, Some(Outcome::Failed));
+}
+
+#[test]
+fn the_agents_record_is_kept_with_the_attempt_this_job_ends() {
+    let mut ledger = Ledger::empty();
+    let mut open = session();
+    for (number, run) in [(1, 60), (2, 70)] {
+        open.attempts.push(crate::core::ledger::Attempt {
+            number,
+            run,
+            adopted_at: at(1),
+            deadline: at(6),
+            ended_at: None,
+            end: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: None,
+        });
+    }
+    ledger.sessions.push(open.clone());
+    let agent = AgentRecord {
+        cost_usd: Some(1.25),
+        turns: Some(12),
+        subtype: Some("success".into()),
+        is_error: Some(true),
+        ..AgentRecord::default()
+    };
+    let finishing = FinishRequest {
+        agent: Some(agent.clone()),
+        ..request(Outcome::Failed)
+    };
+    let plan = decide(&finishing, &open, &draft_facts(), &inferencex_policy());
+    let next = record(&ledger, &plan, &finishing, at(5)).unwrap();
+    let attempts = &next.sessions[0].attempts;
+    assert_eq!(attempts[1].agent, Some(agent));
+    assert_eq!(
+        attempts[0].agent, None,
+        "another job's attempt is not touched"
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::execution::AgentRecord;
 use super::outcome::Outcome;
 
 /// The document version this code writes. Older versions are read and upgraded: version 1
@@ -77,7 +78,7 @@ pub struct Session {
 }
 
 /// One job of a session, adopted by `session`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Attempt {
     /// 1 for the first job of the session.
@@ -101,6 +102,9 @@ pub struct Attempt {
     /// Notes of this job dropped from `notes` to keep the session's log bounded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub notes_folded: u32,
+    /// What the agent's execution record said when `finish` ended the job (contract §10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRecord>,
 }
 
 fn is_zero(count: &u32) -> bool {

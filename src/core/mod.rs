@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod candidate;
+pub mod cost;
 pub mod execution;
 pub mod finish;
 pub mod github_state;

@@ -45,6 +45,8 @@ pub struct Policy {
     /// Days per outcome from the configuration, overriding the contract's defaults.
     pub cooldown_overrides: BTreeMap<Outcome, f64>,
     pub session: SessionLimits,
+    /// `budget.daily-usd`: when the agent runs recorded this much in 24 hours, nothing new starts.
+    pub daily_budget_usd: Option<f64>,
 }
 
 /// How long one job of a session may run, and how many jobs a session may take (contract §9);
@@ -200,6 +202,7 @@ pub(crate) mod tests {
             max_candidates: 5,
             default_cooldown_days: 1.0,
             cooldown_overrides: BTreeMap::new(),
+            daily_budget_usd: None,
         }
     }
 

@@ -1,5 +1,6 @@
-//! `status` (contract §3.7): the ledger and the live sessions as one plain report, built from the
-//! ledger as read and klaud's open pull requests, at a given "now". Read-only: nothing here
+//! `status` (contract §3.7, §10): the ledger and the live sessions as one plain report, built
+//! from the ledger as read and klaud's open pull requests, at a given "now", with what the agent
+//! runs cost over the last 7 days. Read-only: nothing here
 //! changes the ledger, and nothing here is read back by another mode.
 //!
 //! The report is what `status.json` holds; the shell renders it as Markdown for the step summary
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::cost::{CostReport, cost_report};
 use super::ledger::{Ledger, SessionState};
 use super::policy::{Cooldown, Policy};
 use super::snapshot::Listed;
@@ -49,6 +51,8 @@ pub struct StatusReport {
     pub pull_requests_without_session: Vec<KlaudPullRequest>,
     /// Why the open pull requests are unknown, when they are.
     pub pull_requests_unknown: Option<String>,
+    /// What the agent runs cost over the last 7 days, and the sessions per outcome.
+    pub cost: CostReport,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -172,6 +176,7 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
             .cloned()
             .collect(),
         pull_requests_unknown: facts.pull_requests.gap.clone(),
+        cost: cost_report(ledger, policy, now),
         sessions,
     }
 }
@@ -306,6 +311,28 @@ mod tests {
             .collect();
         assert_eq!(cooldowns, [("m", "family"), ("c", "candidate")]);
         assert_eq!(report.cooldowns[0].until, now() + Duration::days(4));
+    }
+
+    #[test]
+    fn sessions_per_outcome_over_seven_days_are_counted() {
+        let report = report(&pulls());
+        let rows: Vec<(&str, usize)> = report
+            .cost
+            .per_outcome
+            .iter()
+            .map(|row| (row.outcome.as_str(), row.sessions))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("failed", 2),
+                ("closed-by-maintainer", 1),
+                ("live", 1),
+                ("parked", 1)
+            ]
+        );
+        assert_eq!(report.cost.total_usd, 0.0, "no attempt recorded a cost");
+        assert_eq!(report.cost.daily_budget_usd, None);
     }
 
     #[test]

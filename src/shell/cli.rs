@@ -230,8 +230,9 @@ pub struct FinishArgs {
     #[arg(long, env = "KLAUD_PARK", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
     pub park: bool,
 
-    /// The agent action's execution file (JSON array of messages, result last), when there is
-    /// one: how the agent ended and what it cost go into finish.json
+    /// The agent's execution record (the agent action's execution file, a JSON array of messages
+    /// with the result last, or the CLI's `--output-format json` result), when there is one: how
+    /// the agent ended and what it cost go into finish.json and the ledger
     #[arg(long, env = "KLAUD_EXECUTION_FILE", value_name = "FILE")]
     pub execution_file: Option<PathBuf>,
 

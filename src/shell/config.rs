@@ -40,6 +40,19 @@ pub struct Config {
     pub capacity: CapacitySettings,
     /// The time limit of one candidate job and how many jobs a session may take (contract §9).
     pub session: SessionLimits,
+    /// What the agent runs may cost (contract §10).
+    pub budget: BudgetSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BudgetSettings {
+    /// US dollars the agent runs may cost in 24 hours: once the cost recorded in the last 24
+    /// hours reaches it, `select` starts nothing and `recover` resumes nothing. No limit when
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub daily_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -119,6 +132,7 @@ impl Default for Config {
             producer: ProducerSettings::default(),
             capacity: CapacitySettings::default(),
             session: SessionLimits::default(),
+            budget: BudgetSettings::default(),
         }
     }
 }
@@ -212,6 +226,7 @@ impl Config {
                 .filter_map(|(name, days)| Outcome::parse(name).map(|outcome| (outcome, *days)))
                 .collect(),
             session: self.session,
+            daily_budget_usd: self.budget.daily_usd,
         }
     }
 }
@@ -345,6 +360,14 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     if session.max_attempts == 0 {
         return Err(invalid("session.max-attempts", "must be at least 1"));
     }
+    if let Some(daily) = config.budget.daily_usd
+        && !(daily.is_finite() && daily > 0.0)
+    {
+        return Err(invalid(
+            "budget.daily-usd",
+            "must be a positive number of US dollars",
+        ));
+    }
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");
         let Some(outcome) = Outcome::parse(name) else {
@@ -462,6 +485,24 @@ mod tests {
         assert_eq!(
             parse_config("cooldowns:\n  handoff: 1\n").unwrap_err().key,
             "cooldowns.handoff"
+        );
+    }
+
+    #[test]
+    fn a_daily_budget_is_a_positive_number_of_dollars() {
+        let config = parse_config("budget:\n  daily-usd: 12.5\n").unwrap();
+        assert_eq!(config.budget.daily_usd, Some(12.5));
+        assert_eq!(config.policy(5, 1.0).daily_budget_usd, Some(12.5));
+        assert_eq!(parse_config("budget: {}\n").unwrap().budget.daily_usd, None);
+        assert_eq!(Config::default().policy(5, 1.0).daily_budget_usd, None);
+        for bad in ["0", "-3", ".inf", ".nan"] {
+            let error = parse_config(&format!("budget:\n  daily-usd: {bad}\n")).unwrap_err();
+            assert_eq!(error.key, "budget.daily-usd", "{bad}");
+            assert_eq!(error.message, "must be a positive number of US dollars");
+        }
+        assert_eq!(
+            parse_config("budget:\n  weekly-usd: 1\n").unwrap_err().key,
+            "budget.weekly-usd"
         );
     }
 

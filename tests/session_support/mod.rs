@@ -104,6 +104,7 @@ pub fn attempt(number: u32, run: u64, minutes_ago: i64, end: Option<AttemptEnd>)
             text: "smoke passed; sweep next".into(),
         }],
         notes_folded: 0,
+        agent: None,
     }
 }
 

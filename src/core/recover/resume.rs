@@ -2,11 +2,14 @@
 //! ledger stay under `max-candidates`, by dispatching the candidate workflow for a parked draft
 //! whose commits are all the bot's. The cap is decided again on the ledger as it is written, so
 //! passes running at once never exceed it. Parked sessions that stay parked keep their label.
+//! While the daily budget is used up (contract §10), nothing is resumed: every parked session
+//! stays parked with the figures as its reason.
 
 use super::labels::status_label_sync;
 use std::collections::BTreeMap;
 
 use super::{CandidateDecision, CandidateReport, Facts, Seen, Verdict, decision};
+use crate::core::cost::budget_exhausted;
 use crate::core::ledger::{Session, SessionState};
 use crate::core::outcome::StatusLabel;
 use crate::core::ownership::{CommitOwnership, commit_ownership};
@@ -34,11 +37,17 @@ pub(super) fn resume_parked(
         .count()
         .saturating_sub(ending);
     let mut room = (max_candidates as usize).saturating_sub(live);
+    let budget = budget_exhausted(&facts.snapshot.ledger, facts.policy, facts.context.now);
     let mut decisions = Vec::new();
     for session in parked_oldest_first(facts, decided) {
         let id = session.candidate.clone();
         let pull = open_pull_request_of(facts, &id);
-        let resumed = if room == 0 {
+        let resumed = if let Some(exhausted) = budget {
+            Err(StaysParked(format!(
+                "budget-exhausted: nothing is resumed: {}",
+                exhausted.figures()
+            )))
+        } else if room == 0 {
             Err(StaysParked(format!(
                 "waiting for room under the cap ({live} live of {max_candidates})"
             )))

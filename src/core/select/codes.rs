@@ -20,6 +20,9 @@ pub enum Decision {
     InvalidReviewOutput,
     /// The whole selection was deferred: a listing could not be read to its end.
     ListingIncomplete,
+    /// The whole selection was deferred: the agent runs of the last 24 hours used up the daily
+    /// budget.
+    BudgetExhausted,
     ReviewDuplicate,
     ReviewUncertain,
     Occupied,
@@ -32,10 +35,11 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub const ALL: [Decision; 12] = [
+    pub const ALL: [Decision; 13] = [
         Decision::Selected,
         Decision::InvalidReviewOutput,
         Decision::ListingIncomplete,
+        Decision::BudgetExhausted,
         Decision::ReviewDuplicate,
         Decision::ReviewUncertain,
         Decision::Occupied,
@@ -52,6 +56,7 @@ impl Decision {
             Decision::Selected => "selected",
             Decision::InvalidReviewOutput => "invalid-review-output",
             Decision::ListingIncomplete => "listing-incomplete",
+            Decision::BudgetExhausted => "budget-exhausted",
             Decision::ReviewDuplicate => "review-duplicate",
             Decision::ReviewUncertain => "review-uncertain",
             Decision::Occupied => "occupied",
@@ -83,6 +88,7 @@ impl Serialize for Decision {
 pub enum SelectionDeferral {
     InvalidReviewOutput,
     ListingIncomplete,
+    BudgetExhausted,
     CapacityUnavailable,
 }
 
@@ -96,6 +102,7 @@ impl SelectionDeferral {
         match self {
             SelectionDeferral::InvalidReviewOutput => Decision::InvalidReviewOutput,
             SelectionDeferral::ListingIncomplete => Decision::ListingIncomplete,
+            SelectionDeferral::BudgetExhausted => Decision::BudgetExhausted,
             SelectionDeferral::CapacityUnavailable => Decision::CapacityUnavailable,
         }
     }

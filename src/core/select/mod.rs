@@ -5,9 +5,10 @@
 //! ([`review`]), occupancy of its family (ledger claims and open sessions, klaud's own open pull
 //! requests, a retained candidate branch), cooldowns earned by finished sessions, the baseline
 //! verification ([`baselines`]), the capacity gate ([`capacity`]) and finally the concurrent cap
-//! (`max-candidates` minus the sessions live in the ledger). Two conditions defer the whole
-//! selection instead: an invalid review, and a listing of pull requests or branches that could
-//! not be read to its end (an incomplete listing is never read as "no pull request").
+//! (`max-candidates` minus the sessions live in the ledger). Three conditions defer the whole
+//! selection instead: an invalid review, a listing of pull requests or branches that could not
+//! be read to its end (an incomplete listing is never read as "no pull request"), and a daily
+//! budget the agent runs of the last 24 hours used up ([`budget_exhausted`]).
 //!
 //! [`plan_claims`] is what a compare-and-swap writer calls on every reading of the ledger: it
 //! decides on that reading, turns the selection into claims and live sessions, and marks as
@@ -27,6 +28,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::candidate::Candidate;
+use super::cost::budget_exhausted;
 use super::ledger::{Ledger, SessionState};
 use super::policy::Policy;
 use super::snapshot::Listed;
@@ -127,7 +129,7 @@ pub fn select(
 ) -> SelectionPlan {
     let cap = CapAccount::of(snapshot.ledger, policy);
     let (deferred_reason, decisions) =
-        match whole_selection_deferral(snapshot.github, inputs.review) {
+        match whole_selection_deferral(snapshot, inputs.review, policy, now) {
             Some((deferral, message)) => (
                 Some(deferral),
                 all_deferred(inputs.candidates, deferral, &message),
@@ -391,9 +393,12 @@ impl SelectionPlan {
 
 /// The reason the whole selection must wait, if any.
 fn whole_selection_deferral(
-    github: &GitHubFacts,
+    snapshot: SelectionSnapshot<'_>,
     review: &ReviewInput,
+    policy: &Policy,
+    now: DateTime<Utc>,
 ) -> Option<(SelectionDeferral, String)> {
+    let github = snapshot.github;
     if let ReviewInput::Invalid { message } = review {
         return Some((
             SelectionDeferral::InvalidReviewOutput,
@@ -407,12 +412,21 @@ fn whole_selection_deferral(
     .into_iter()
     .flatten()
     .collect();
-    (!incomplete.is_empty()).then(|| {
-        (
+    if !incomplete.is_empty() {
+        return Some((
             SelectionDeferral::ListingIncomplete,
             format!(
                 "occupancy is unknown, so nothing is selected: {}",
                 incomplete.join("; ")
+            ),
+        ));
+    }
+    budget_exhausted(snapshot.ledger, policy, now).map(|exhausted| {
+        (
+            SelectionDeferral::BudgetExhausted,
+            format!(
+                "the daily budget is used up, so nothing is selected: {}",
+                exhausted.figures()
             ),
         )
     })

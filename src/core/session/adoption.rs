@@ -170,6 +170,7 @@ pub fn adopt(
         runs: Vec::new(),
         notes: Vec::new(),
         notes_folded: 0,
+        agent: None,
     });
     let session = adopted.clone();
     Ok(Adoption {

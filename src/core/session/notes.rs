@@ -219,6 +219,7 @@ mod tests {
             runs: Vec::new(),
             notes: Vec::new(),
             notes_folded: 0,
+            agent: None,
         });
         session
     }

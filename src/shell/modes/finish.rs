@@ -20,7 +20,7 @@ use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
-use crate::core::execution::{AgentResult, read_execution_file};
+use crate::core::execution::{AgentRecord, read_execution_file, read_structured_output};
 use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
@@ -79,13 +79,13 @@ struct FinishRecord<'a> {
     dry_run_writes: Vec<RecordedWrite>,
     /// What the agent's execution file says about how it ended, when one was given and read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    agent_result: Option<AgentResult>,
+    agent_result: Option<AgentRecord>,
 }
 
 pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), StepError> {
     let mut inputs = read_inputs(arguments)?;
-    let agent_result = read_agent_result(context, arguments);
-    outcome_from_structured_output(context, &mut inputs, agent_result.as_ref());
+    let (agent_result, structured_output) = read_agent_result(context, arguments);
+    outcome_from_structured_output(context, &mut inputs, structured_output.as_ref());
     let own_run = context
         .environment
         .github_run_id
@@ -151,6 +151,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             _ => AttemptEnd::Finished,
         },
         runs_seen: runs_seen(&facts),
+        agent: agent_result.clone(),
     };
     if let Some(problem) = &inputs.outcome_file_problem {
         reporter.warning(&format!(
@@ -222,7 +223,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             applied: &applied,
             requests: &requests,
             dry_run_writes: connection.recorded_writes(),
-            agent_result,
+            agent_result: agent_result.clone(),
         },
     )?;
     let outputs = FinishOutputs {
@@ -243,6 +244,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         .write_summary(&summary(
             &plan,
             &applied,
+            agent_result.as_ref(),
             &requests,
             &connection.recorded_writes(),
         ))
@@ -256,42 +258,43 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
     Ok(())
 }
 
-/// The execution file's result, when one was given: a file that is empty of a result (the
+/// The execution record's result, when one was given: a file that is empty of a result (the
 /// agent loop was killed) or unreadable is said in the log, never fails the step.
-fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<AgentResult> {
-    let path = arguments
+fn read_agent_result(
+    context: &StepContext,
+    arguments: &FinishArgs,
+) -> (Option<AgentRecord>, Option<serde_json::Value>) {
+    let Some(path) = arguments
         .execution_file
         .as_ref()
-        .filter(|path| !path.as_os_str().is_empty())?;
-    let read = std::fs::read_to_string(path)
-        .map_err(|error| error.to_string())
-        .and_then(|text| read_execution_file(&text).map_err(|error| error.to_string()));
-    match read {
-        Ok(result) => {
-            context.reporter.info(&format!(
-                "agent result: {} ({}), {} turns, {}",
-                result.subtype.as_deref().unwrap_or("no subtype"),
-                result
-                    .terminal_reason
-                    .as_deref()
-                    .unwrap_or("no terminal reason"),
-                result
-                    .num_turns
-                    .map(|n| n.to_string())
-                    .unwrap_or("?".into()),
-                result
-                    .total_cost_usd
-                    .map(|cost| format!("${cost:.4}"))
-                    .unwrap_or("cost not reported".into())
+        .filter(|path| !path.as_os_str().is_empty())
+    else {
+        return (None, None);
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            context.reporter.warning(&format!(
+                "the execution file {} says nothing usable ({error})",
+                path.display()
             ));
-            Some(result)
+            return (None, None);
+        }
+    };
+    let structured_output = read_structured_output(&text);
+    match read_execution_file(&text) {
+        Ok(result) => {
+            context
+                .reporter
+                .info(&format!("agent result: {}", result.describe()));
+            (Some(result), structured_output)
         }
         Err(error) => {
             context.reporter.warning(&format!(
                 "the execution file {} says nothing usable ({error})",
                 path.display()
             ));
-            None
+            (None, structured_output)
         }
     }
 }
@@ -302,12 +305,12 @@ fn read_agent_result(context: &StepContext, arguments: &FinishArgs) -> Option<Ag
 fn outcome_from_structured_output(
     context: &StepContext,
     inputs: &mut FinishInputs,
-    agent_result: Option<&AgentResult>,
+    structured_output: Option<&serde_json::Value>,
 ) {
     let Some(problem) = inputs.outcome_file_problem.clone() else {
         return;
     };
-    let Some(output) = agent_result.and_then(|result| result.structured_output.as_ref()) else {
+    let Some(output) = structured_output else {
         return;
     };
     match parse_outcome_file(&output.to_string()) {
@@ -494,6 +497,7 @@ fn print_plan(context: &StepContext, plan: &FinishPlan) {
 fn summary(
     plan: &FinishPlan,
     applied: &Applied,
+    agent: Option<&AgentRecord>,
     requests: &RequestReport,
     dry_run_writes: &[RecordedWrite],
 ) -> String {
@@ -510,6 +514,9 @@ fn summary(
         plan.cleanup.name(),
         plan.reason
     );
+    if let Some(agent) = agent {
+        text.push_str(&format!("Agent run: {}\n\n", agent.describe()));
+    }
     if let Some(group) = applied.group() {
         let rows: Vec<Vec<String>> = group
             .actions

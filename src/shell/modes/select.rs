@@ -108,6 +108,15 @@ pub async fn run(context: &StepContext, arguments: &SelectArgs) -> Result<(), St
         .with_max_attempts(LEDGER_ATTEMPTS);
     let (plan, claims) = decide_and_claim(context, &store, &facts, inputs, request.run).await?;
 
+    if plan.deferred_reason == Some(SelectionDeferral::BudgetExhausted)
+        && let Some(reason) = plan.decisions.first().and_then(|d| d.reason.as_ref())
+    {
+        reporter.warning(&format!(
+            "{} ({})",
+            reason.message,
+            SelectionDeferral::BudgetExhausted
+        ));
+    }
     log_plan(reporter, &plan, claims);
     let selection = write_selection_files(
         &context.directory,

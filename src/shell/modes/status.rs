@@ -144,6 +144,19 @@ fn headline(report: &StatusReport) -> String {
     )
 }
 
+/// What the agent runs cost, both renderings share.
+fn cost_line(report: &StatusReport) -> String {
+    let cost = &report.cost;
+    let budget = match cost.daily_budget_usd {
+        Some(budget) => format!(" of a daily budget of ${budget:.2}"),
+        None => ", no daily budget".to_string(),
+    };
+    format!(
+        "agent cost over {} days: ${:.2} ({} job(s) with a recorded cost); last 24 hours: ${:.2}{budget}",
+        cost.days, cost.total_usd, cost.attempts_with_cost, cost.last_24_hours_usd
+    )
+}
+
 /// The tables of the report: (title, header, rows, what to say when empty).
 type Section = (
     &'static str,
@@ -213,6 +226,18 @@ fn sections(report: &StatusReport) -> Vec<Section> {
             ]
         })
         .collect();
+    let per_outcome = report
+        .cost
+        .per_outcome
+        .iter()
+        .map(|row| {
+            vec![
+                row.outcome.clone(),
+                row.sessions.to_string(),
+                format!("${:.2}", row.cost_usd),
+            ]
+        })
+        .collect();
     vec![
         (
             "Sessions",
@@ -253,12 +278,22 @@ fn sections(report: &StatusReport) -> Vec<Section> {
             orphans,
             "none",
         ),
+        (
+            "Sessions and cost per outcome, last 7 days",
+            vec!["outcome", "sessions", "cost"],
+            per_outcome,
+            "no session in the last 7 days",
+        ),
     ]
 }
 
 /// The step summary.
 fn markdown(report: &StatusReport, requests: &RequestReport) -> String {
-    let mut text = format!("### klaud status\n\n{}.\n", headline(report));
+    let mut text = format!(
+        "### klaud status\n\n{}.\n\n{}.\n",
+        headline(report),
+        capitalized(&cost_line(report))
+    );
     if let Some(reason) = &report.pull_requests_unknown {
         let _ = writeln!(text, "\nOpen pull requests unknown: {reason}.");
     }
@@ -276,7 +311,11 @@ fn markdown(report: &StatusReport, requests: &RequestReport) -> String {
 
 /// The report for a person at a terminal: aligned columns, no Markdown.
 fn terminal_text(report: &StatusReport) -> String {
-    let mut text = format!("klaud status\n{}\n", headline(report));
+    let mut text = format!(
+        "klaud status\n{}\n{}\n",
+        headline(report),
+        cost_line(report)
+    );
     if let Some(reason) = &report.pull_requests_unknown {
         let _ = writeln!(text, "open pull requests unknown: {reason}");
     }

@@ -65,6 +65,43 @@ fn parked_sessions_resume_oldest_first_while_under_the_cap() {
 }
 
 #[test]
+fn a_used_up_daily_budget_resumes_nothing_and_says_the_figures() {
+    let mut world = World::new();
+    world.bot_draft("p0", 20);
+    world.pull(20).labels = vec!["klaud-parked".into()];
+    let parked = world.session("p0", SessionState::Parked, FINISHED_PARENT, Some(20));
+    parked.attempts.push(crate::core::ledger::Attempt {
+        number: 1,
+        run: 71,
+        adopted_at: hours_ago(7),
+        deadline: hours_ago(2),
+        ended_at: Some(hours_ago(2)),
+        end: Some(crate::core::ledger::AttemptEnd::TimeRanOut),
+        runs: Vec::new(),
+        notes: Vec::new(),
+        notes_folded: 0,
+        agent: Some(crate::core::execution::AgentRecord {
+            cost_usd: Some(10.0),
+            ..Default::default()
+        }),
+    });
+    world.snapshot.default_branch = Some(Ok("main".into()));
+    world.policy.daily_budget_usd = Some(10.0);
+
+    let plan = world.plan();
+
+    assert_eq!(plan.with_verdict(Verdict::Parked), ["p0"]);
+    assert_eq!(
+        report(&plan, "p0").reason,
+        "budget-exhausted: nothing is resumed: $10.00 recorded in the last 24 hours, budget $10.00"
+    );
+    assert!(actions(&plan, "p0").is_empty(), "it keeps its parked label");
+
+    world.policy.daily_budget_usd = Some(10.5);
+    assert_eq!(world.plan().with_verdict(Verdict::Resumed), ["p0"]);
+}
+
+#[test]
 fn claims_are_released_after_cleanup_but_not_while_the_parent_runs() {
     let mut world = World::new();
     world.bot_draft("a", 7);

@@ -66,6 +66,67 @@ fn an_incomplete_listing_defers_the_selection_instead_of_reading_as_no_pull_requ
     );
 }
 
+/// The last session's one job, ended `hours_ago`, with its agent's cost.
+fn costing(mut world: World, hours_ago: i64, cost_usd: f64) -> World {
+    let ended = now() - Duration::hours(hours_ago);
+    world
+        .ledger
+        .sessions
+        .last_mut()
+        .unwrap()
+        .attempts
+        .push(crate::core::ledger::Attempt {
+            number: 1,
+            run: 5,
+            adopted_at: ended - Duration::hours(1),
+            deadline: ended + Duration::hours(4),
+            ended_at: Some(ended),
+            end: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: Some(crate::core::execution::AgentRecord {
+                cost_usd: Some(cost_usd),
+                ..Default::default()
+            }),
+        });
+    world
+}
+
+#[test]
+fn a_used_up_daily_budget_defers_the_selection_with_the_figures() {
+    // $7.40 by a parked session and $5 by a finished one in the last day; $50 two days ago.
+    let world = World::with_candidates(&[("a", "f"), ("b", "g")]).parked("p", "fp");
+    let world = costing(world, 3, 7.4).finished("o", "fo", "failed", 20);
+    let world = costing(world, 20, 5.0).finished("old", "fold", "failed", 48);
+    let mut world = costing(world, 48, 50.0);
+    world.policy.daily_budget_usd = Some(10.0);
+    let plan = world.decide();
+    assert_eq!(
+        plan.deferred_reason,
+        Some(SelectionDeferral::BudgetExhausted)
+    );
+    assert_eq!(
+        decisions(&plan),
+        [
+            ("a", Decision::BudgetExhausted),
+            ("b", Decision::BudgetExhausted)
+        ]
+    );
+    assert_eq!(
+        message_of(&plan, "a"),
+        "the daily budget is used up, so nothing is selected: $12.40 recorded in the last 24 hours, budget $10.00"
+    );
+    assert!(world.claims(&[]).ledger.is_none(), "nothing is claimed");
+
+    world.policy.daily_budget_usd = Some(12.5);
+    let plan = world.decide();
+    assert_eq!(plan.deferred_reason, None);
+    assert_eq!(decision_of(&plan, "a").decision, Decision::Selected);
+    world.policy.daily_budget_usd = None;
+    assert_eq!(world.decide().deferred_reason, None, "no budget, no limit");
+}
+
 #[test]
 fn claims_and_live_sessions_are_written_with_the_run_and_attempt() {
     let world = World::with_candidates(&[("a", "f"), ("b", "f"), ("c", "g")]);

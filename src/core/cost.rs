@@ -1,0 +1,282 @@
+//! What the agent runs cost, as the ledger records it (contract §10): every attempt `finish`
+//! ended carries its execution record, so the cost of a window is the sum over the attempts that
+//! ended in it, parked ones included. From it: whether the daily budget is used up (`select`
+//! starts nothing and `recover` resumes nothing then), and the cost and sessions per outcome
+//! over the last days that `status` shows.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::ledger::{Attempt, Ledger, Session, SessionState};
+use super::policy::Policy;
+
+/// The window of the daily budget.
+pub const BUDGET_WINDOW_HOURS: i64 = 24;
+/// The window of the cost `status` shows.
+pub const REPORT_WINDOW_DAYS: i64 = 7;
+
+/// When an attempt's cost counts as recorded: when its job ended, else when it was adopted.
+fn recorded_at(attempt: &Attempt) -> DateTime<Utc> {
+    attempt.ended_at.unwrap_or(attempt.adopted_at)
+}
+
+/// The cost of `session`'s attempts recorded at or after `since`, and how many of them carry a
+/// cost.
+fn session_cost_since(session: &Session, since: DateTime<Utc>) -> (f64, usize) {
+    session
+        .attempts
+        .iter()
+        .filter(|attempt| recorded_at(attempt) >= since)
+        .filter_map(|attempt| attempt.agent.as_ref()?.cost_usd)
+        .fold((0.0, 0), |(sum, count), cost| (sum + cost, count + 1))
+}
+
+/// The cost of every attempt recorded at or after `since`, whatever became of its session.
+pub fn recorded_cost_since(ledger: &Ledger, since: DateTime<Utc>) -> f64 {
+    ledger
+        .sessions
+        .iter()
+        .map(|session| session_cost_since(session, since).0)
+        .sum()
+}
+
+/// The daily budget is used up: what was recorded in the last 24 hours and the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct BudgetExhausted {
+    pub recorded_usd: f64,
+    pub budget_usd: f64,
+}
+
+impl BudgetExhausted {
+    /// `$12.40 recorded in the last 24 hours, budget $10.00`.
+    pub fn figures(&self) -> String {
+        format!(
+            "${:.2} recorded in the last {BUDGET_WINDOW_HOURS} hours, budget ${:.2}",
+            self.recorded_usd, self.budget_usd
+        )
+    }
+}
+
+/// `Some` when the policy has a daily budget and the cost recorded in the 24 hours before `now`
+/// reaches it.
+pub fn budget_exhausted(
+    ledger: &Ledger,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Option<BudgetExhausted> {
+    let budget_usd = policy.daily_budget_usd?;
+    let recorded_usd = recorded_cost_since(ledger, now - Duration::hours(BUDGET_WINDOW_HOURS));
+    (recorded_usd >= budget_usd).then_some(BudgetExhausted {
+        recorded_usd,
+        budget_usd,
+    })
+}
+
+/// The cost and sessions of the last [`REPORT_WINDOW_DAYS`] days (`cost` of `status.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CostReport {
+    pub days: i64,
+    /// Every attempt's recorded cost in the window.
+    pub total_usd: f64,
+    /// Attempts in the window whose execution record carried a cost.
+    pub attempts_with_cost: usize,
+    /// The daily budget, when one is configured.
+    pub daily_budget_usd: Option<f64>,
+    /// What was recorded in the last 24 hours.
+    pub last_24_hours_usd: f64,
+    /// Sessions per outcome (`live` and `parked` for open ones), those that finished in the
+    /// window or are still open, with the cost their attempts recorded in it.
+    pub per_outcome: Vec<OutcomeCost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct OutcomeCost {
+    /// An outcome's public name, or `live` or `parked`.
+    pub outcome: String,
+    pub sessions: usize,
+    pub cost_usd: f64,
+}
+
+/// The cost report at `now`.
+pub fn cost_report(ledger: &Ledger, policy: &Policy, now: DateTime<Utc>) -> CostReport {
+    let since = now - Duration::days(REPORT_WINDOW_DAYS);
+    let mut per_outcome: BTreeMap<String, OutcomeCost> = BTreeMap::new();
+    let mut total_usd = 0.0;
+    let mut attempts_with_cost = 0;
+    for session in &ledger.sessions {
+        let (cost, with_cost) = session_cost_since(session, since);
+        let name = match (session.state, session.outcome) {
+            (SessionState::Live, _) => "live".to_string(),
+            (SessionState::Parked, _) => "parked".to_string(),
+            (SessionState::Finished, _)
+                if session.finished_at.unwrap_or(session.started_at) < since && with_cost == 0 =>
+            {
+                continue;
+            }
+            (SessionState::Finished, Some(outcome)) => outcome.to_string(),
+            (SessionState::Finished, None) => "no outcome recorded".to_string(),
+        };
+        total_usd += cost;
+        attempts_with_cost += with_cost;
+        let entry = per_outcome.entry(name.clone()).or_insert(OutcomeCost {
+            outcome: name,
+            sessions: 0,
+            cost_usd: 0.0,
+        });
+        entry.sessions += 1;
+        entry.cost_usd += cost;
+    }
+    let mut per_outcome: Vec<OutcomeCost> = per_outcome.into_values().collect();
+    per_outcome.sort_by(|a, b| {
+        b.sessions
+            .cmp(&a.sessions)
+            .then_with(|| a.outcome.cmp(&b.outcome))
+    });
+    CostReport {
+        days: REPORT_WINDOW_DAYS,
+        total_usd,
+        attempts_with_cost,
+        daily_budget_usd: policy.daily_budget_usd,
+        last_24_hours_usd: recorded_cost_since(ledger, now - Duration::hours(BUDGET_WINDOW_HOURS)),
+        per_outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::execution::AgentRecord;
+    use crate::core::outcome::Outcome;
+    use crate::core::policy::tests::inferencex_policy;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn hours_ago(hours: i64) -> DateTime<Utc> {
+        now() - Duration::hours(hours)
+    }
+
+    fn attempt(number: u32, ended_hours_ago: Option<i64>, cost: Option<f64>) -> Attempt {
+        let adopted = hours_ago(ended_hours_ago.unwrap_or(0) + 2);
+        Attempt {
+            number,
+            run: 100 + u64::from(number),
+            adopted_at: adopted,
+            deadline: adopted + Duration::hours(5),
+            ended_at: ended_hours_ago.map(hours_ago),
+            end: None,
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: Some(AgentRecord {
+                cost_usd: cost,
+                ..AgentRecord::default()
+            }),
+        }
+    }
+
+    /// a: finished failed 1 hour ago ($4 + $3.40 an hour and 30 hours ago); p: parked after a
+    /// $5 job 10 hours ago; l: live, its job not ended, no cost yet; o: finished validated 10
+    /// days ago ($100 then).
+    fn ledger() -> Ledger {
+        let mut ledger = Ledger::empty();
+        for (candidate, family) in [("a", "fa"), ("p", "fp"), ("l", "fl"), ("o", "fo")] {
+            ledger
+                .claim_family(candidate, family, 9, hours_ago(40))
+                .unwrap();
+        }
+        ledger.sessions[0].attempts = vec![
+            attempt(1, Some(30), Some(3.4)),
+            attempt(2, Some(1), Some(4.0)),
+        ];
+        ledger.finish_session("a", Outcome::Failed, true, hours_ago(1));
+        ledger.sessions[1].attempts = vec![attempt(1, Some(10), Some(5.0))];
+        ledger.sessions[1].state = SessionState::Parked;
+        ledger.sessions[2].attempts = vec![attempt(1, None, None)];
+        ledger.sessions[3].attempts = vec![attempt(1, Some(240), Some(100.0))];
+        ledger.finish_session("o", Outcome::Validated, true, hours_ago(240));
+        ledger
+    }
+
+    fn with_budget(daily_usd: f64) -> Policy {
+        Policy {
+            daily_budget_usd: Some(daily_usd),
+            ..inferencex_policy()
+        }
+    }
+
+    #[test]
+    fn the_last_24_hours_count_every_attempt_parked_ones_included() {
+        assert_eq!(recorded_cost_since(&ledger(), hours_ago(24)), 9.0);
+        let two_days = recorded_cost_since(&ledger(), hours_ago(48));
+        assert!(
+            (two_days - 12.4).abs() < 1e-9,
+            "the first job of a counts once it is in the window: {two_days}"
+        );
+    }
+
+    #[test]
+    fn the_budget_is_exhausted_when_the_recorded_cost_reaches_it() {
+        assert_eq!(
+            budget_exhausted(&ledger(), &with_budget(9.0), now()),
+            Some(BudgetExhausted {
+                recorded_usd: 9.0,
+                budget_usd: 9.0
+            })
+        );
+        assert_eq!(budget_exhausted(&ledger(), &with_budget(9.01), now()), None);
+        assert_eq!(
+            budget_exhausted(&ledger(), &inferencex_policy(), now()),
+            None
+        );
+        // A day later the same jobs are out of the window.
+        assert_eq!(
+            budget_exhausted(&ledger(), &with_budget(1.0), now() + Duration::hours(24)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_budgets_message_has_the_figures() {
+        let exhausted = BudgetExhausted {
+            recorded_usd: 12.4,
+            budget_usd: 10.0,
+        };
+        assert_eq!(
+            exhausted.figures(),
+            "$12.40 recorded in the last 24 hours, budget $10.00"
+        );
+    }
+
+    #[test]
+    fn the_report_counts_sessions_per_outcome_and_their_cost_over_seven_days() {
+        let report = cost_report(&ledger(), &with_budget(20.0), now());
+        assert_eq!(report.days, 7);
+        assert!((report.total_usd - 12.4).abs() < 1e-9, "{report:?}");
+        assert_eq!(report.attempts_with_cost, 3);
+        assert_eq!(report.last_24_hours_usd, 9.0);
+        assert_eq!(report.daily_budget_usd, Some(20.0));
+        let rows: Vec<(&str, usize, f64)> = report
+            .per_outcome
+            .iter()
+            .map(|row| (row.outcome.as_str(), row.sessions, row.cost_usd))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("failed", 1, 4.0 + 3.4),
+                ("live", 1, 0.0),
+                ("parked", 1, 5.0)
+            ],
+            "the session finished ten days ago is outside the window"
+        );
+    }
+}
