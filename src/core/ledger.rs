@@ -490,12 +490,7 @@ pub fn ledger_schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::core::test_support::at;
 
     #[test]
     fn a_blank_file_is_an_empty_ledger_and_round_trips() {

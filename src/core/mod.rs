@@ -22,3 +22,16 @@ pub mod snapshot;
 pub mod status;
 pub mod text;
 pub mod wake;
+
+/// What the unit tests of the core share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use chrono::{DateTime, Utc};
+
+    /// An RFC 3339 time as UTC.
+    pub(crate) fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .expect("an RFC 3339 time")
+            .with_timezone(&Utc)
+    }
+}

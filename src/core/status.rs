@@ -218,12 +218,7 @@ mod tests {
     use crate::core::ledger::Lease;
     use crate::core::outcome::Outcome;
     use crate::core::policy::tests::inferencex_policy;
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::core::test_support::at;
 
     fn now() -> DateTime<Utc> {
         at("2026-11-30T12:00:00Z")

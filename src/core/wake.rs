@@ -324,14 +324,9 @@ fn shown_or_unknown(text: Option<&str>) -> String {
 mod tests {
     use super::*;
     use crate::core::policy::tests::inferencex_policy;
+    use crate::core::test_support::at;
 
     const REPOSITORY: &str = "acme/bench";
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
 
     /// A smoke run of the bot on a candidate branch of this repository that just ended.
     fn ended_smoke_run() -> EndedRun {

@@ -453,6 +453,25 @@ fn job_fact(job: &Job) -> JobFact {
 }
 
 /// An error as a fact: method, path, status and GitHub's bounded message (never a token).
+/// The pull requests of `branch` (any state) as facts; a failed listing fails the step.
+pub async fn branch_pull_requests(
+    client: &GitHubClient,
+    branch: &str,
+) -> Result<Vec<PullRequestFact>, crate::shell::error::StepError> {
+    Ok(client
+        .pull_requests_for_branch(branch)
+        .await
+        .map_err(|error| {
+            crate::shell::error::StepError::failed(format!(
+                "the pull requests of {branch} could not be listed: {}",
+                describe(&error)
+            ))
+        })?
+        .iter()
+        .map(|pull| pull_request_fact(pull, client.repository()))
+        .collect())
+}
+
 pub fn describe(error: &GitHubError) -> String {
     bounded(&error.to_string(), 300)
 }

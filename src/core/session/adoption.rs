@@ -217,12 +217,7 @@ mod tests {
     use super::*;
     use crate::core::ledger::Resuming;
     use crate::core::policy::tests::inferencex_policy;
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::core::test_support::at;
 
     fn claimed(run: u64) -> Ledger {
         let mut ledger = Ledger::empty();

@@ -196,12 +196,7 @@ fn shown_time(at: DateTime<Utc>) -> String {
 mod tests {
     use super::*;
     use crate::core::ledger::{Attempt, Ledger};
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::core::test_support::at;
 
     fn session_with_attempt(run: u64) -> Session {
         let mut ledger = Ledger::empty();

@@ -252,12 +252,7 @@ pub fn time_warning(context: &SessionContext, now: DateTime<Utc>) -> HookAnswer 
 mod tests {
     use super::*;
     use crate::core::outcome_file::parse_outcome_file;
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::core::test_support::at;
 
     fn context() -> SessionContext {
         serde_json::from_value(json!({

@@ -17,11 +17,10 @@ use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
 use crate::core::session::adoption::session_pull_request;
 use crate::core::session::notes::{NoteAdded, add_note, log_comment_group};
-use crate::core::snapshot::PullRequestFact;
 use crate::shell::cli::NoteArgs;
 use crate::shell::error::StepError;
 use crate::shell::execute::{ActionResult, Clearance, ExecuteSettings, execute};
-use crate::shell::gather::{describe, pull_request_fact};
+use crate::shell::gather::branch_pull_requests;
 use crate::shell::github::{RequestReport, connect};
 
 /// The most text a note file may hold before it is refused (the entry keeps 4,000 characters).
@@ -58,18 +57,7 @@ pub async fn run(context: &StepContext, arguments: &NoteArgs) -> Result<(), Step
     let client = &connection.client;
     let store = LedgerStore::new(client, &policy.state_branch);
     let branch = policy.candidate_branch(&candidate);
-    let pulls: Vec<PullRequestFact> = client
-        .pull_requests_for_branch(&branch)
-        .await
-        .map_err(|error| {
-            StepError::failed(format!(
-                "the pull requests of {branch} could not be listed: {}",
-                describe(&error)
-            ))
-        })?
-        .iter()
-        .map(|pull| pull_request_fact(pull, client.repository()))
-        .collect();
+    let pulls = branch_pull_requests(client, &branch).await?;
     let now = Utc::now();
     let update = store
         .update(|ledger| {

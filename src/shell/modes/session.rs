@@ -29,7 +29,7 @@ use crate::core::session::{ContextSetting, agent_settings, session_context, shel
 use crate::core::snapshot::PullRequestFact;
 use crate::shell::cli::SessionArgs;
 use crate::shell::error::StepError;
-use crate::shell::gather::{describe, pull_request_fact};
+use crate::shell::gather::branch_pull_requests;
 use crate::shell::github::{RequestReport, connect};
 
 /// The context file's name in the work directory.
@@ -88,18 +88,7 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         .cloned()
         .expect("an adoptable session exists");
     let branch = policy.candidate_branch(&candidate);
-    let pulls: Vec<PullRequestFact> = client
-        .pull_requests_for_branch(&branch)
-        .await
-        .map_err(|error| {
-            StepError::failed(format!(
-                "the pull requests of {branch} could not be listed: {}",
-                describe(&error)
-            ))
-        })?
-        .iter()
-        .map(|pull| pull_request_fact(pull, client.repository()))
-        .collect();
+    let pulls = branch_pull_requests(client, &branch).await?;
     let pull = session_pull_request(&pulls, &session, policy).cloned();
     if let Some(refusal) = pull
         .as_ref()
