@@ -31,7 +31,11 @@ import { fileURLToPath } from "node:url";
 const FIELDS = {
   Query: ["repository", "viewer"],
   Mutation: ["convertPullRequestToDraft", "markPullRequestReadyForReview", "updateRefs"],
-  Repository: ["id", "nameWithOwner", "object", "pullRequest", "pullRequests"],
+  Repository: ["id", "issue", "nameWithOwner", "object", "pullRequest", "pullRequests"],
+  Issue: ["author", "body", "number", "userContentEdits"],
+  UserContentEditConnection: ["nodes", "pageInfo", "totalCount"],
+  UserContentEdit: ["diff", "editedAt", "editor"],
+  PageInfo: ["endCursor", "hasNextPage", "hasPreviousPage", "startCursor"],
   PullRequestConnection: ["nodes", "totalCount"],
   PullRequest: [
     "author",
