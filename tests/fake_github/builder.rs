@@ -1,5 +1,6 @@
 //! Seeding a [`RepoState`] from Rust: a repository with a root commit, then branches, commits,
-//! pull requests, labels, comments, workflows, runs and jobs, each described by a small spec
+//! pull requests, issues and the edits of their bodies, labels, comments, collaborators' roles
+//! (and the [`Person`]s tests act as), workflows, runs and jobs, each described by a small spec
 //! struct with defaults (`..Default::default()`).
 
 use std::collections::BTreeMap;
@@ -8,8 +9,8 @@ use super::clock::{MINUTE, Timestamp};
 use super::git::{NewCommit, identity_for_login};
 use super::prng::fingerprint;
 use super::state::{
-    GitIdentity, IssueComment, Job, Label, NextIds, PullRequest, PullState, RepoState, Workflow,
-    WorkflowRun,
+    BodyEdit, GitIdentity, Issue, IssueComment, Job, Label, NextIds, PullRequest, PullState,
+    RepoState, Role, Workflow, WorkflowRun,
 };
 
 /// A commit to add. Logins may be `None`, as on GitHub when an email matches no account.
@@ -79,6 +80,47 @@ pub struct PullRequestSpec {
     pub created_at: Option<Timestamp>,
     pub closed: Option<ClosedSpec>,
 }
+
+/// An issue (not a pull request) to add, open.
+#[derive(Clone, Debug, Default)]
+pub struct IssueSpec {
+    pub title: String,
+    pub body: Option<String>,
+    pub author: String,
+    pub labels: Vec<String>,
+    /// Defaults to the state's clock.
+    pub created_at: Option<Timestamp>,
+}
+
+/// An account tests act as: its token, login and role on the repository.
+#[derive(Clone, Copy, Debug)]
+pub struct Person {
+    pub token: &'static str,
+    pub login: &'static str,
+    /// `None`: no access to the repository.
+    pub role: Option<Role>,
+}
+
+/// A maintainer with write access.
+pub const MAINTAINER_ANN: Person = Person {
+    token: "maintainer-ann-token",
+    login: "maintainer-ann",
+    role: Some(Role::Write),
+};
+
+/// A collaborator with read access.
+pub const READER_ROB: Person = Person {
+    token: "reader-rob-token",
+    login: "reader-rob",
+    role: Some(Role::Read),
+};
+
+/// An account with no access to the repository.
+pub const OUTSIDER_OLA: Person = Person {
+    token: "outsider-ola-token",
+    login: "outsider-ola",
+    role: None,
+};
 
 /// A job of a seeded run.
 #[derive(Clone, Debug)]
@@ -172,6 +214,9 @@ impl RepoState {
             refs: BTreeMap::new(),
             labels: BTreeMap::new(),
             pulls: BTreeMap::new(),
+            issues: BTreeMap::new(),
+            body_edits: BTreeMap::new(),
+            collaborators: BTreeMap::new(),
             comments: BTreeMap::new(),
             workflows: BTreeMap::new(),
             runs: BTreeMap::new(),
@@ -223,6 +268,121 @@ impl RepoState {
 
     pub fn add_token(&mut self, token: &str, login: &str) {
         self.tokens.insert(token.to_string(), login.to_string());
+    }
+
+    /// Gives `login` a role on the repository.
+    pub fn with_role(mut self, login: &str, role: Role) -> Self {
+        self.set_role(login, role);
+        self
+    }
+
+    pub fn set_role(&mut self, login: &str, role: Role) {
+        self.collaborators.insert(login.to_string(), role);
+    }
+
+    /// Takes `login`'s access away (the owner stays an admin).
+    pub fn remove_role(&mut self, login: &str) {
+        self.collaborators.remove(login);
+    }
+
+    /// Adds the person's token and role.
+    pub fn with_person(mut self, person: Person) -> Self {
+        self.add_token(person.token, person.login);
+        if let Some(role) = person.role {
+            self.set_role(person.login, role);
+        }
+        self
+    }
+
+    /// Opens an issue (not a pull request); returns its number, from the sequence pull requests
+    /// share.
+    pub fn add_issue(&mut self, spec: IssueSpec) -> u64 {
+        for label in &spec.labels {
+            self.ensure_label(label);
+        }
+        let created_at = spec.created_at.unwrap_or_else(|| self.now());
+        let number = self.next_ids.issue_number;
+        self.next_ids.issue_number += 1;
+        let id = self.next_ids.pull_id;
+        self.next_ids.pull_id += 1;
+        let mut labels: Vec<String> = Vec::new();
+        for label in spec.labels {
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+        self.issues.insert(
+            number,
+            Issue {
+                number,
+                id,
+                title: spec.title,
+                body: spec.body,
+                author: spec.author,
+                state: PullState::Open,
+                state_reason: None,
+                labels,
+                created_at,
+                updated_at: created_at,
+                closed_at: None,
+                closed_by: None,
+            },
+        );
+        number
+    }
+
+    /// Replaces the body of issue or pull request `number` as `editor` did it, recording the
+    /// revision as GitHub does: the first edit also records the original (by the author, at the
+    /// creation time). Returns false when there is no such issue.
+    pub fn edit_body(&mut self, number: u64, editor: &str, body: Option<String>) -> bool {
+        let now = self.now();
+        let (author, created_at, original) =
+            match (self.pulls.get(&number), self.issues.get(&number)) {
+                (Some(pull), _) => (pull.author.clone(), pull.created_at, pull.body.clone()),
+                (None, Some(issue)) => (issue.author.clone(), issue.created_at, issue.body.clone()),
+                (None, None) => return false,
+            };
+        let edits = self.body_edits.entry(number).or_default();
+        if edits.is_empty() {
+            edits.push(BodyEdit {
+                editor: Some(author),
+                edited_at: created_at,
+                body: original,
+            });
+        }
+        edits.push(BodyEdit {
+            editor: Some(editor.to_string()),
+            edited_at: now,
+            body: body.clone(),
+        });
+        if let Some(pull) = self.pulls.get_mut(&number) {
+            pull.body = body;
+            pull.updated_at = now;
+        } else if let Some(issue) = self.issues.get_mut(&number) {
+            issue.body = body;
+            issue.updated_at = now;
+        }
+        true
+    }
+
+    /// The recorded revisions of the body of `number`, oldest first (none: never edited).
+    pub fn body_edits_of(&self, number: u64) -> &[BodyEdit] {
+        self.body_edits
+            .get(&number)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Forgets the account of every revision `login` wrote, as GitHub shows a deleted account
+    /// (`editor: null`).
+    pub fn forget_editor(&mut self, login: &str) {
+        for edits in self.body_edits.values_mut() {
+            for edit in edits.iter_mut() {
+                if edit.editor.as_deref() == Some(login) {
+                    edit.editor = None;
+                }
+            }
+        }
     }
 
     /// Creates the repository label when missing; returns its id.
@@ -388,10 +548,14 @@ impl RepoState {
 
     pub fn add_label_to_issue(&mut self, number: u64, label: &str) {
         self.ensure_label(label);
-        if let Some(pull) = self.pulls.get_mut(&number)
-            && !pull.labels.iter().any(|existing| existing == label)
+        let labels = match self.pulls.get_mut(&number) {
+            Some(pull) => Some(&mut pull.labels),
+            None => self.issues.get_mut(&number).map(|issue| &mut issue.labels),
+        };
+        if let Some(labels) = labels
+            && !labels.iter().any(|existing| existing == label)
         {
-            pull.labels.push(label.to_string());
+            labels.push(label.to_string());
         }
     }
 

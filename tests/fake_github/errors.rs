@@ -15,6 +15,9 @@ pub mod docs {
     pub const UPDATE_PULL: &str = "https://docs.github.com/rest/pulls/pulls#update-a-pull-request";
     pub const CREATE_PULL: &str = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request";
     pub const ISSUES: &str = "https://docs.github.com/rest/issues/issues";
+    pub const CREATE_ISSUE: &str = "https://docs.github.com/rest/issues/issues#create-an-issue";
+    pub const UPDATE_ISSUE: &str = "https://docs.github.com/rest/issues/issues#update-an-issue";
+    pub const COLLABORATOR_PERMISSION: &str = "https://docs.github.com/rest/collaborators/collaborators#get-repository-permissions-for-a-user";
     pub const LABELS: &str = "https://docs.github.com/rest/issues/labels";
     pub const REMOVE_LABEL: &str =
         "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue";

@@ -32,11 +32,14 @@ pub mod scenario_ledger;
 pub mod server;
 pub mod state;
 
-pub use builder::{ClosedSpec, CommitSpec, JobSpec, PullRequestSpec, RunSpec};
+pub use builder::{
+    ClosedSpec, CommitSpec, IssueSpec, JobSpec, MAINTAINER_ANN, OUTSIDER_OLA, Person,
+    PullRequestSpec, READER_ROB, RunSpec,
+};
 pub use clock::Timestamp;
 pub use faults::{FaultConfig, FaultRule, FaultTiming, RateLimitConfig};
 pub use server::{FakeGitHub, FakeGitHubHandle, InjectedFault, LoggedRequest, RequestCounts};
 pub use state::{
-    Commit, DeletedRef, Dispatch, GitIdentity, IssueComment, Job, Label, PullRequest, PullState,
-    RepoState, Workflow, WorkflowRun,
+    BodyEdit, Commit, DeletedRef, Dispatch, GitIdentity, Issue, IssueComment, Job, Label,
+    PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
 };

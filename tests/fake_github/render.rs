@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use super::git::FileChange;
 use super::prng::user_id;
 use super::state::{
-    Commit, IssueComment, Job, Label, PullRequest, PullState, RepoState, Workflow, WorkflowRun,
+    Commit, Issue, IssueComment, Job, Label, PullRequest, PullState, RepoState, Role, Workflow,
+    WorkflowRun,
 };
 
 pub const HTML_BASE: &str = "https://github.com";
@@ -249,8 +250,8 @@ pub fn label(label: &Label, api: &str, state: &RepoState) -> Value {
     })
 }
 
-pub fn issue_labels(state: &RepoState, pull: &PullRequest, api: &str) -> Vec<Value> {
-    pull.labels
+pub fn issue_labels(state: &RepoState, labels: &[String], api: &str) -> Vec<Value> {
+    labels
         .iter()
         .filter_map(|name| state.labels.get(name))
         .map(|found| label(found, api, state))
@@ -300,7 +301,7 @@ pub fn pull_request(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         "title": pull.title,
         "user": user(&pull.author, api),
         "body": pull.body,
-        "labels": issue_labels(state, pull, api),
+        "labels": issue_labels(state, &pull.labels, api),
         "created_at": pull.created_at,
         "updated_at": pull.updated_at,
         "closed_at": pull.closed_at,
@@ -400,7 +401,7 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         "number": number,
         "title": pull.title,
         "user": user(&pull.author, api),
-        "labels": issue_labels(state, pull, api),
+        "labels": issue_labels(state, &pull.labels, api),
         "state": pull.state.as_str(),
         "state_reason": state_reason,
         "locked": false,
@@ -422,6 +423,85 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
             "patch_url": format!("{HTML_BASE}/{full_name}/pull/{number}.patch"),
             "merged_at": pull.merged_at,
         },
+    })
+}
+
+/// An issue that is not a pull request (`GET /issues/{n}`): no `pull_request` key.
+pub fn real_issue(state: &RepoState, issue: &Issue, api: &str) -> Value {
+    let full_name = state.full_name();
+    let number = issue.number;
+    let comments = state
+        .comments
+        .values()
+        .filter(|comment| comment.issue_number == number)
+        .count();
+    let url = format!("{api}/repos/{full_name}/issues/{number}");
+    json!({
+        "url": url,
+        "repository_url": format!("{api}/repos/{full_name}"),
+        "labels_url": format!("{url}/labels{{/name}}"),
+        "comments_url": format!("{url}/comments"),
+        "events_url": format!("{url}/events"),
+        "id": issue.id + 1_000_000_000,
+        "node_id": issue_node_id(issue.id),
+        "html_url": format!("{HTML_BASE}/{full_name}/issues/{number}"),
+        "number": number,
+        "title": issue.title,
+        "user": user(&issue.author, api),
+        "labels": issue_labels(state, &issue.labels, api),
+        "state": issue.state.as_str(),
+        "state_reason": issue.state_reason,
+        "locked": false,
+        "assignee": Value::Null,
+        "assignees": [],
+        "milestone": Value::Null,
+        "comments": comments,
+        "created_at": issue.created_at,
+        "updated_at": issue.updated_at,
+        "closed_at": issue.closed_at,
+        "closed_by": optional_user(issue.closed_by.as_deref(), api),
+        "body": issue.body,
+        "author_association": if issue.author == state.owner { "OWNER" } else { "NONE" },
+    })
+}
+
+/// `GET /collaborators/{username}/permission`: the legacy `permission`, the `role_name` and the
+/// account as a collaborator (`none` for an account without access).
+pub fn collaborator_permission(login: &str, role: Option<Role>, api: &str) -> Value {
+    let (permission, role_name) = match role {
+        Some(role) => (role.permission(), role.as_str()),
+        None => ("none", "none"),
+    };
+    let at_least = |wanted: Role| {
+        role.is_some_and(|role| {
+            let rank = |role: Role| match role {
+                Role::Read => 1,
+                Role::Triage => 2,
+                Role::Write => 3,
+                Role::Maintain => 4,
+                Role::Admin => 5,
+            };
+            rank(role) >= rank(wanted)
+        })
+    };
+    let mut account = user(login, api);
+    extend(
+        &mut account,
+        json!({
+            "permissions": {
+                "pull": at_least(Role::Read),
+                "triage": at_least(Role::Triage),
+                "push": at_least(Role::Write),
+                "maintain": at_least(Role::Maintain),
+                "admin": at_least(Role::Admin),
+            },
+            "role_name": role_name,
+        }),
+    );
+    json!({
+        "permission": permission,
+        "role_name": role_name,
+        "user": account,
     })
 }
 

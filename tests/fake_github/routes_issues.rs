@@ -1,5 +1,7 @@
-//! The issue side of pull requests: `GET/PATCH /issues/{n}` (with `closed_by` and the
-//! `pull_request` key), an issue's labels, and issue comments.
+//! Issues and the issue side of pull requests: creating and listing issues (the listing holds
+//! pull requests too, with their `pull_request` key), `GET/PATCH /issues/{n}` for either (with
+//! `closed_by`, `state_reason`, and every change of the body recorded as a revision), an issue's
+//! labels, and issue comments.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -7,17 +9,23 @@ use axum::extract::{Extension, Path, State};
 use axum::http::Uri;
 use axum::routing::{delete, get, patch};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::builder::IssueSpec;
+use super::clock::Timestamp;
 use super::errors::{ApiError, ApiResult, docs, empty_response, json_response, parse_body};
 use super::pagination::{QueryParams, page_of};
 use super::render;
-use super::routes_pulls::{Params, change_open_state, find_pull, number_param};
+use super::routes_pulls::{Params, change_open_state, number_param};
 use super::server::{RequestContext, Shared};
-use super::state::RepoState;
+use super::state::{PullState, RepoState};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
+        .route(
+            "/repos/{owner}/{repo}/issues",
+            get(list_issues).post(create_issue),
+        )
         .route(
             "/repos/{owner}/{repo}/issues/{number}",
             get(get_issue).patch(update_issue),
@@ -46,24 +54,160 @@ pub fn routes() -> Router<Shared> {
         .route("/repos/{owner}/{repo}/labels", get(list_repository_labels))
 }
 
+/// Issue or pull request `number` as `GET /issues/{n}` answers it.
+fn issue_answer(state: &RepoState, number: u64, api: &str) -> Option<Value> {
+    match (state.pulls.get(&number), state.issues.get(&number)) {
+        (Some(pull), _) => Some(render::issue(state, pull, api)),
+        (None, Some(issue)) => Some(render::real_issue(state, issue, api)),
+        (None, None) => None,
+    }
+}
+
+/// 404 unless `number` is an issue or a pull request.
+fn find_issue(state: &RepoState, number: u64, doc: &'static str) -> Result<(), ApiError> {
+    if state.has_issue_number(number) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(doc))
+    }
+}
+
 async fn get_issue(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
     Path(params): Params,
 ) -> ApiResult {
     let state = shared.repo();
-    let pull = find_pull(&state, number_param(&params, "number")?, docs::ISSUES)?;
+    let number = number_param(&params, "number")?;
+    issue_answer(&state, number, &context.api)
+        .map(|answer| json_response(200, &answer))
+        .ok_or_else(|| ApiError::not_found(docs::ISSUES))
+}
+
+/// `GET /repos/{owner}/{repo}/issues`: issues and pull requests (with their `pull_request`
+/// key), newest first unless `direction=asc`, filtered by `state` (open by default), `labels`
+/// (every one of a comma list) and `creator`.
+async fn list_issues(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    uri: Uri,
+) -> ApiResult {
+    let query = QueryParams::parse(uri.query());
+    let wanted_state = query.filter("state").unwrap_or("open");
+    if !matches!(wanted_state, "open" | "closed" | "all") {
+        return Err(ApiError::validation_failed(
+            json!({"resource": "Issue", "field": "state", "code": "invalid"}),
+            docs::ISSUES,
+        ));
+    }
+    let labels: Vec<String> = query
+        .filter("labels")
+        .map(|labels| {
+            labels
+                .split(',')
+                .map(str::trim)
+                .filter(|label| !label.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let creator = query.filter("creator");
+    let ascending = query.filter("direction") == Some("asc");
+    let state = shared.repo();
+    let mut entries: Vec<(Timestamp, u64, PullState, &str, &[String])> = state
+        .pulls
+        .values()
+        .map(|pull| {
+            let labels: &[String] = &pull.labels;
+            (
+                pull.created_at,
+                pull.number,
+                pull.state,
+                pull.author.as_str(),
+                labels,
+            )
+        })
+        .chain(state.issues.values().map(|issue| {
+            let labels: &[String] = &issue.labels;
+            (
+                issue.created_at,
+                issue.number,
+                issue.state,
+                issue.author.as_str(),
+                labels,
+            )
+        }))
+        .filter(|(_, _, open_state, _, _)| {
+            wanted_state == "all" || open_state.as_str() == wanted_state
+        })
+        .filter(|(_, _, _, author, _)| creator.is_none_or(|creator| creator == *author))
+        .filter(|(_, _, _, _, carried)| {
+            labels.iter().all(|wanted| {
+                carried
+                    .iter()
+                    .any(|label| label.eq_ignore_ascii_case(wanted))
+            })
+        })
+        .collect();
+    entries.sort_by_key(|(created_at, number, _, _, _)| (*created_at, *number));
+    if !ascending {
+        entries.reverse();
+    }
+    let items: Vec<Value> = entries
+        .iter()
+        .filter_map(|(_, number, _, _, _)| issue_answer(&state, *number, &context.api))
+        .collect();
+    Ok(page_of(&context.api, &uri, &items))
+}
+
+#[derive(Deserialize)]
+struct NewIssue {
+    title: Option<Value>,
+    body: Option<String>,
+    labels: Option<Value>,
+}
+
+async fn create_issue(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    body: Bytes,
+) -> ApiResult {
+    let request: NewIssue = parse_body(&body, docs::CREATE_ISSUE)?;
+    let title = match request.title {
+        Some(Value::String(title)) if !title.is_empty() => title,
+        Some(Value::Number(number)) => number.to_string(),
+        Some(Value::String(_)) => {
+            return Err(ApiError::validation_failed(
+                json!({"resource": "Issue", "code": "missing_field", "field": "title"}),
+                docs::CREATE_ISSUE,
+            ));
+        }
+        _ => return Err(ApiError::missing_field("title", docs::CREATE_ISSUE)),
+    };
+    let labels = match &request.labels {
+        Some(labels) => label_names(labels)?,
+        None => Vec::new(),
+    };
+    let mut state = shared.repo();
+    let number = state.add_issue(IssueSpec {
+        title,
+        body: request.body,
+        author: context.login.clone(),
+        labels,
+        created_at: None,
+    });
     Ok(json_response(
-        200,
-        &render::issue(&state, pull, &context.api),
+        201,
+        &render::real_issue(&state, &state.issues[&number], &context.api),
     ))
 }
 
 #[derive(Deserialize)]
 struct IssueUpdate {
     state: Option<String>,
+    state_reason: Option<String>,
     title: Option<String>,
-    body: Option<String>,
+    body: Option<Option<String>>,
     labels: Option<Value>,
 }
 
@@ -73,31 +217,105 @@ async fn update_issue(
     Path(params): Params,
     body: Bytes,
 ) -> ApiResult {
-    let update: IssueUpdate = parse_body(&body, docs::ISSUES)?;
+    let update: IssueUpdate = parse_body(&body, docs::UPDATE_ISSUE)?;
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
-    find_pull(&state, number, docs::ISSUES)?;
-    if let Some(wanted) = &update.state {
-        change_open_state(&mut state, number, wanted, &context.login, docs::ISSUES)?;
+    find_issue(&state, number, docs::UPDATE_ISSUE)?;
+    let labels = match &update.labels {
+        Some(labels) => Some(label_names(labels)?),
+        None => None,
+    };
+    if state.pulls.contains_key(&number) {
+        if let Some(wanted) = &update.state {
+            change_open_state(
+                &mut state,
+                number,
+                wanted,
+                &context.login,
+                docs::UPDATE_ISSUE,
+            )?;
+        }
+    } else {
+        change_issue_state(&mut state, number, &update, &context.login)?;
     }
-    if let Some(labels) = &update.labels {
-        let names = label_names(labels)?;
+    if let Some(names) = labels {
         set_labels(&mut state, number, names);
     }
-    let now = state.now();
-    let pull = state.pulls.get_mut(&number).expect("found above");
     if let Some(title) = update.title {
-        pull.title = title;
-        pull.updated_at = now;
+        let now = state.now();
+        if let Some(pull) = state.pulls.get_mut(&number) {
+            pull.title = title;
+            pull.updated_at = now;
+        } else if let Some(issue) = state.issues.get_mut(&number) {
+            issue.title = title;
+            issue.updated_at = now;
+        }
     }
     if let Some(body) = update.body {
-        pull.body = Some(body);
-        pull.updated_at = now;
+        let current = match state.pulls.get(&number) {
+            Some(pull) => pull.body.clone(),
+            None => state.issues[&number].body.clone(),
+        };
+        if current != body {
+            state.edit_body(number, &context.login, body);
+        }
     }
-    Ok(json_response(
-        200,
-        &render::issue(&state, &state.pulls[&number], &context.api),
-    ))
+    let answer = issue_answer(&state, number, &context.api).expect("found above");
+    Ok(json_response(200, &answer))
+}
+
+/// `state` and `state_reason` of an issue that is not a pull request: closing records who and
+/// why (`completed` unless told `not_planned`), reopening says `reopened`.
+fn change_issue_state(
+    state: &mut RepoState,
+    number: u64,
+    update: &IssueUpdate,
+    login: &str,
+) -> Result<(), ApiError> {
+    let invalid = |field: &str| {
+        ApiError::validation_failed(
+            json!({"resource": "Issue", "code": "invalid", "field": field}),
+            docs::UPDATE_ISSUE,
+        )
+    };
+    if let Some(reason) = &update.state_reason
+        && !matches!(reason.as_str(), "completed" | "not_planned" | "reopened")
+    {
+        return Err(invalid("state_reason"));
+    }
+    let now = state.now();
+    let issue = state.issues.get_mut(&number).expect("found by the caller");
+    match (update.state.as_deref(), issue.state) {
+        (Some("closed"), PullState::Open) => {
+            issue.state = PullState::Closed;
+            issue.closed_at = Some(now);
+            issue.closed_by = Some(login.to_string());
+            issue.state_reason = Some(
+                update
+                    .state_reason
+                    .clone()
+                    .filter(|reason| reason != "reopened")
+                    .unwrap_or_else(|| "completed".to_string()),
+            );
+            issue.updated_at = now;
+        }
+        (Some("open"), PullState::Closed) => {
+            issue.state = PullState::Open;
+            issue.closed_at = None;
+            issue.closed_by = None;
+            issue.state_reason = Some("reopened".to_string());
+            issue.updated_at = now;
+        }
+        (Some("closed") | None, PullState::Closed) => {
+            if let Some(reason) = update.state_reason.clone().filter(|r| r != "reopened") {
+                issue.state_reason = Some(reason);
+                issue.updated_at = now;
+            }
+        }
+        (Some("open") | None, PullState::Open) => {}
+        (Some(_), _) => return Err(invalid("state")),
+    }
+    Ok(())
 }
 
 /// Label names from `{"labels": [...]}` or a bare array, of strings or `{"name"}` objects.
@@ -127,21 +345,27 @@ fn set_labels(state: &mut RepoState, number: u64, names: Vec<String>) {
     for name in &names {
         state.ensure_label(name);
     }
-    let now = state.now();
-    if let Some(pull) = state.pulls.get_mut(&number) {
-        pull.labels.clear();
+    if let Some(labels) = state.labels_of_mut(number) {
+        labels.clear();
         for name in names {
-            if !pull.labels.contains(&name) {
-                pull.labels.push(name);
+            if !labels.contains(&name) {
+                labels.push(name);
             }
         }
-        pull.updated_at = now;
     }
 }
 
+/// The labels of issue or pull request `number` (404 when there is none).
+fn labels_of(state: &RepoState, number: u64, doc: &'static str) -> Result<Vec<String>, ApiError> {
+    state
+        .labels_of(number)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(doc))
+}
+
 fn labels_answer(state: &RepoState, number: u64, api: &str, uri: Option<&Uri>) -> ApiResult {
-    let pull = find_pull(state, number, docs::LABELS)?;
-    let items = render::issue_labels(state, pull, api);
+    let labels = labels_of(state, number, docs::LABELS)?;
+    let items = render::issue_labels(state, &labels, api);
     Ok(match uri {
         Some(uri) => page_of(api, uri, &items),
         None => json_response(200, &Value::Array(items)),
@@ -172,7 +396,7 @@ async fn add_labels(
     let names = label_names(&parse_body(&body, docs::LABELS)?)?;
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
-    let mut labels = find_pull(&state, number, docs::LABELS)?.labels.clone();
+    let mut labels = labels_of(&state, number, docs::LABELS)?;
     labels.extend(names);
     set_labels(&mut state, number, labels);
     labels_answer(&state, number, &context.api, None)
@@ -187,7 +411,7 @@ async fn replace_labels(
     let names = label_names(&parse_body(&body, docs::LABELS)?)?;
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
-    find_pull(&state, number, docs::LABELS)?;
+    find_issue(&state, number, docs::LABELS)?;
     set_labels(&mut state, number, names);
     labels_answer(&state, number, &context.api, None)
 }
@@ -195,7 +419,7 @@ async fn replace_labels(
 async fn remove_all_labels(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
-    find_pull(&state, number, docs::LABELS)?;
+    find_issue(&state, number, docs::LABELS)?;
     set_labels(&mut state, number, Vec::new());
     Ok(empty_response(204))
 }
@@ -208,9 +432,7 @@ async fn remove_label(
     let number = number_param(&params, "number")?;
     let name = params.get("name").cloned().unwrap_or_default();
     let mut state = shared.repo();
-    let labels = find_pull(&state, number, docs::REMOVE_LABEL)?
-        .labels
-        .clone();
+    let labels = labels_of(&state, number, docs::REMOVE_LABEL)?;
     if !labels.iter().any(|label| label.eq_ignore_ascii_case(&name)) {
         return Err(ApiError::new(
             404,
@@ -252,7 +474,7 @@ async fn list_comments(
         .filter("since")
         .and_then(super::clock::Timestamp::parse);
     let state = shared.repo();
-    find_pull(&state, number, docs::COMMENTS)?;
+    find_issue(&state, number, docs::COMMENTS)?;
     let items: Vec<Value> = state
         .comments
         .values()
@@ -280,12 +502,9 @@ async fn create_comment(
         .ok_or_else(|| ApiError::missing_field("body", docs::COMMENTS))?;
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
-    find_pull(&state, number, docs::COMMENTS)?;
+    find_issue(&state, number, docs::COMMENTS)?;
     let id = state.add_comment(number, &context.login, &text);
-    let now = state.now();
-    if let Some(pull) = state.pulls.get_mut(&number) {
-        pull.updated_at = now;
-    }
+    state.touch_issue(number);
     Ok(json_response(
         201,
         &render::comment(&state, &state.comments[&id], &context.api),

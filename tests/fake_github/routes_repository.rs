@@ -1,18 +1,25 @@
-//! The account and repository endpoints: `GET /user`, `GET /repos/{owner}/{repo}` and
-//! `GET /rate_limit`.
+//! The account and repository endpoints: `GET /user`, `GET /repos/{owner}/{repo}`, a
+//! collaborator's permission (`role_name` and the legacy `permission`; `none` for an account
+//! without access, 404 for one GitHub does not know) and `GET /rate_limit`.
 
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use super::errors::{ApiError, ApiResult, docs, json_response};
 use super::render;
+use super::routes_pulls::Params;
 use super::server::{RequestContext, Shared};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/user", get(authenticated_user))
         .route("/repos/{owner}/{repo}", get(repository))
+        .route(
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            get(collaborator_permission),
+        )
         .route("/rate_limit", get(rate_limit))
 }
 
@@ -33,4 +40,24 @@ async fn repository(
 /// The counters themselves are in the response headers; the body mirrors GitHub's shape.
 async fn rate_limit() -> Json<serde_json::Value> {
     Json(json!({ "resources": {}, "rate": {} }))
+}
+
+async fn collaborator_permission(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    Path(params): Params,
+) -> ApiResult {
+    let login = params.get("username").cloned().unwrap_or_default();
+    let state = shared.repo();
+    if !state.knows_account(&login) {
+        return Err(ApiError::new(
+            404,
+            format!("{login} is not a user"),
+            docs::COLLABORATOR_PERMISSION,
+        ));
+    }
+    Ok(json_response(
+        200,
+        &render::collaborator_permission(&login, state.role_of(&login), &context.api),
+    ))
 }

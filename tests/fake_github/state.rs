@@ -1,6 +1,7 @@
 //! The repository's state as plain, serializable data: git objects and refs, pull requests (which
-//! are also issues), comments, labels, workflows, runs, jobs and dispatches, plus the tokens the
-//! server accepts. `GET/PUT /_fake/state` dump and load exactly this document.
+//! are also issues), issues that are not pull requests, the edit history of their bodies,
+//! comments, labels, workflows, runs, jobs and dispatches, the collaborators' roles, plus the
+//! tokens the server accepts. `GET/PUT /_fake/state` dump and load exactly this document.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,16 @@ pub struct RepoState {
     pub labels: BTreeMap<String, Label>,
     /// Pull requests by number (issue numbers and pull numbers are the same sequence).
     pub pulls: BTreeMap<u64, PullRequest>,
+    /// Issues that are not pull requests, by number (the same sequence as pull requests).
+    #[serde(default)]
+    pub issues: BTreeMap<u64, Issue>,
+    /// Issue or pull request number → the revisions of its body, oldest first: none until the
+    /// body is first edited, then the original and every edit (GitHub's `userContentEdits`).
+    #[serde(default)]
+    pub body_edits: BTreeMap<u64, Vec<BodyEdit>>,
+    /// Login → the account's role on the repository; an account not listed has no access.
+    #[serde(default)]
+    pub collaborators: BTreeMap<String, Role>,
     /// Issue comments by id.
     pub comments: BTreeMap<u64, IssueComment>,
     /// Workflows by id.
@@ -160,6 +171,67 @@ pub struct PullRequest {
     pub closed_by: Option<String>,
 }
 
+/// An issue that is not a pull request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: Option<String>,
+    pub author: String,
+    pub state: PullState,
+    /// `completed`, `not_planned` or `reopened`; `None` for an issue never closed.
+    pub state_reason: Option<String>,
+    pub labels: Vec<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub closed_at: Option<Timestamp>,
+    pub closed_by: Option<String>,
+}
+
+/// One revision of an issue's (or pull request's) body: who wrote it, when, and its full text
+/// (GitHub's `UserContentEdit.diff`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyEdit {
+    /// `None` for an account GitHub no longer knows (deleted).
+    pub editor: Option<String>,
+    pub edited_at: Timestamp,
+    pub body: Option<String>,
+}
+
+/// A collaborator's role on the repository, as GitHub's `role_name` spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Maintain,
+    Write,
+    Triage,
+    Read,
+}
+
+impl Role {
+    /// GitHub's `role_name`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Maintain => "maintain",
+            Role::Write => "write",
+            Role::Triage => "triage",
+            Role::Read => "read",
+        }
+    }
+
+    /// GitHub's legacy `permission`: `maintain` reads as `write`, `triage` as `read`.
+    pub fn permission(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Maintain | Role::Write => "write",
+            Role::Triage | Role::Read => "read",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IssueComment {
     pub id: u64,
@@ -266,6 +338,62 @@ impl RepoState {
         self.refs
             .get(&format!("refs/heads/{branch}"))
             .map(String::as_str)
+    }
+
+    /// Whether `number` is an issue or a pull request of this repository.
+    pub fn has_issue_number(&self, number: u64) -> bool {
+        self.pulls.contains_key(&number) || self.issues.contains_key(&number)
+    }
+
+    /// The labels of issue or pull request `number`.
+    pub fn labels_of(&self, number: u64) -> Option<&Vec<String>> {
+        match self.pulls.get(&number) {
+            Some(pull) => Some(&pull.labels),
+            None => self.issues.get(&number).map(|issue| &issue.labels),
+        }
+    }
+
+    /// The labels of issue or pull request `number`, to change; its `updated_at` is set to now.
+    pub fn labels_of_mut(&mut self, number: u64) -> Option<&mut Vec<String>> {
+        let now = self.now();
+        if let Some(pull) = self.pulls.get_mut(&number) {
+            pull.updated_at = now;
+            return Some(&mut pull.labels);
+        }
+        let issue = self.issues.get_mut(&number)?;
+        issue.updated_at = now;
+        Some(&mut issue.labels)
+    }
+
+    /// Sets the `updated_at` of issue or pull request `number` to now.
+    pub fn touch_issue(&mut self, number: u64) {
+        let now = self.now();
+        if let Some(pull) = self.pulls.get_mut(&number) {
+            pull.updated_at = now;
+        } else if let Some(issue) = self.issues.get_mut(&number) {
+            issue.updated_at = now;
+        }
+    }
+
+    /// Whether GitHub knows the account: it has a token, a role, or wrote something here.
+    pub fn knows_account(&self, login: &str) -> bool {
+        self.tokens.values().any(|known| known == login)
+            || self.collaborators.contains_key(login)
+            || login == self.owner
+            || self.pulls.values().any(|pull| pull.author == login)
+            || self.issues.values().any(|issue| issue.author == login)
+            || self
+                .comments
+                .values()
+                .any(|comment| comment.author == login)
+    }
+
+    /// The account's role; the owner is an admin.
+    pub fn role_of(&self, login: &str) -> Option<Role> {
+        self.collaborators
+            .get(login)
+            .copied()
+            .or((login == self.owner).then_some(Role::Admin))
     }
 
     pub fn pull_by_node_id(&self, node_id: &str) -> Option<u64> {

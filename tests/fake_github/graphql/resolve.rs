@@ -9,6 +9,11 @@
 //! - the timeline holds the pull request's commits and, once closed (merged ones too), a
 //!   `ClosedEvent` whose actor is who closed it;
 //! - connections need `first` or `last` (at most 100), as on GitHub;
+//! - `Repository.issue` resolves issues that are not pull requests (a pull request's number is
+//!   GitHub's `NOT_FOUND`); `Issue.body` is `""` for a body GitHub holds as null;
+//! - `userContentEdits` lists the body's revisions newest first (the original, by the author at
+//!   creation time, last), none for a body never edited; it alone takes cursors
+//!   (`after`/`before`, from its `pageInfo`) and an unknown cursor is `INVALID_CURSOR_ARGUMENTS`;
 //! - `viewer` is the account of the request's token, its `databaseId` the REST `id`.
 
 use serde_json::{Map, Value, json};
@@ -16,7 +21,7 @@ use serde_json::{Map, Value, json};
 use super::super::clock::Timestamp;
 use super::super::prng::user_id;
 use super::super::render;
-use super::super::state::{PullState, RepoState};
+use super::super::state::{BodyEdit, PullState, RepoState};
 
 /// Commits GitHub lists of one pull request.
 const MAX_PULL_COMMITS: usize = 250;
@@ -38,6 +43,16 @@ pub enum Obj {
         total: usize,
     },
     PullRequest(u64),
+    /// An issue that is not a pull request.
+    Issue(u64),
+    /// A page of a body's revisions, newest first.
+    UserContentEditConnection {
+        edits: Vec<BodyEdit>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    UserContentEdit(BodyEdit),
+    PageInfo(PageInfo),
     /// An account by its REST login: a `Bot` when it ends in `[bot]`, else a `User`.
     Actor(String),
     LabelConnection {
@@ -78,6 +93,10 @@ impl Obj {
             Obj::Repository { .. } => "Repository",
             Obj::PullRequestConnection { .. } => "PullRequestConnection",
             Obj::PullRequest(_) => "PullRequest",
+            Obj::Issue(_) => "Issue",
+            Obj::UserContentEditConnection { .. } => "UserContentEditConnection",
+            Obj::UserContentEdit(_) => "UserContentEdit",
+            Obj::PageInfo(_) => "PageInfo",
             Obj::Actor(login) if login.ends_with("[bot]") => "Bot",
             Obj::Actor(_) => "User",
             Obj::LabelConnection { .. } => "LabelConnection",
@@ -91,6 +110,15 @@ impl Obj {
             Obj::Payload { type_name, .. } => type_name,
         }
     }
+}
+
+/// A connection page's `pageInfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageInfo {
+    pub start_cursor: Option<String>,
+    pub end_cursor: Option<String>,
+    pub has_next_page: bool,
+    pub has_previous_page: bool,
 }
 
 /// What a field resolved to, before it is completed against the field's type.
@@ -199,6 +227,19 @@ pub fn field(
                         )),
                     }
                 }
+                "issue" => {
+                    let number = arguments.get("number").and_then(Value::as_u64);
+                    match number.filter(|number| this && state.issues.contains_key(number)) {
+                        Some(number) => Ok(Resolved::Object(Obj::Issue(number))),
+                        None => Err(FieldError::new(
+                            "NOT_FOUND",
+                            format!(
+                                "Could not resolve to an Issue with the number of {}.",
+                                arguments.get("number").unwrap_or(&Value::Null)
+                            ),
+                        )),
+                    }
+                }
                 "object" if this => Ok(git_object(state, arguments)),
                 "object" => Ok(Resolved::Null),
                 _ => unresolved(),
@@ -212,6 +253,47 @@ pub fn field(
             _ => unresolved(),
         },
         Obj::PullRequest(number) => pull_request_field(state, *number, field, arguments),
+        Obj::Issue(number) => {
+            let Some(issue) = state.issues.get(number) else {
+                return Ok(Resolved::Null);
+            };
+            match field {
+                "number" => Ok(Resolved::leaf(issue.number)),
+                "body" => Ok(Resolved::leaf(issue.body.clone().unwrap_or_default())),
+                "author" => Ok(Resolved::Object(Obj::Actor(issue.author.clone()))),
+                "userContentEdits" => user_content_edits(state, *number, arguments),
+                _ => unresolved(),
+            }
+        }
+        Obj::UserContentEditConnection {
+            edits,
+            total,
+            page_info,
+        } => match field {
+            "nodes" => Ok(Resolved::objects(
+                edits.iter().cloned().map(Obj::UserContentEdit),
+            )),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            "pageInfo" => Ok(Resolved::Object(Obj::PageInfo(page_info.clone()))),
+            _ => unresolved(),
+        },
+        Obj::UserContentEdit(edit) => match field {
+            "editedAt" => Ok(Resolved::leaf(edit.edited_at)),
+            "editor" => Ok(edit
+                .editor
+                .clone()
+                .map(|login| Resolved::Object(Obj::Actor(login)))
+                .unwrap_or(Resolved::Null)),
+            "diff" => Ok(Resolved::optional_leaf(edit.body.clone())),
+            _ => unresolved(),
+        },
+        Obj::PageInfo(info) => match field {
+            "startCursor" => Ok(Resolved::optional_leaf(info.start_cursor.clone())),
+            "endCursor" => Ok(Resolved::optional_leaf(info.end_cursor.clone())),
+            "hasNextPage" => Ok(Resolved::leaf(info.has_next_page)),
+            "hasPreviousPage" => Ok(Resolved::leaf(info.has_previous_page)),
+            _ => unresolved(),
+        },
         Obj::Actor(login) => match field {
             "login" => Ok(Resolved::leaf(graphql_login(login))),
             // The account's REST `id`.
@@ -363,6 +445,75 @@ fn page<T>(
         items.drain(..skip);
     }
     Ok((items, total))
+}
+
+/// A cursor of the `userContentEdits` connection: the position of an edit, newest first.
+fn edit_cursor(position: usize) -> String {
+    format!("Y3Vyc29yOnYyOpK{position:08}")
+}
+
+fn edit_position(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("Y3Vyc29yOnYyOpK")?.parse().ok()
+}
+
+/// The revisions of issue `number`'s body, newest first, paged as a Relay connection:
+/// `after`/`before` cut at a cursor, then `first` keeps the head and `last` the tail.
+fn user_content_edits(
+    state: &RepoState,
+    number: u64,
+    arguments: &Map<String, Value>,
+) -> FieldResult {
+    let edits: Vec<BodyEdit> = state.body_edits_of(number).iter().rev().cloned().collect();
+    let total = edits.len();
+    let cursor = |name: &str| -> Result<Option<usize>, FieldError> {
+        match arguments.get(name).and_then(Value::as_str) {
+            None => Ok(None),
+            Some(text) => edit_position(text)
+                .filter(|position| *position < total)
+                .map(Some)
+                .ok_or_else(|| {
+                    FieldError::new(
+                        "INVALID_CURSOR_ARGUMENTS",
+                        format!("`{text}` does not appear to be a valid cursor."),
+                    )
+                }),
+        }
+    };
+    let after = cursor("after")?;
+    let before = cursor("before")?;
+    let start = after.map_or(0, |after| after + 1);
+    let end = before.unwrap_or(total).max(start);
+    let window: Vec<(usize, BodyEdit)> = edits
+        .into_iter()
+        .enumerate()
+        .skip(start)
+        .take(end - start)
+        .collect();
+    let mut arguments = arguments.clone();
+    arguments.remove("after");
+    arguments.remove("before");
+    let cut = window.len();
+    let (window, _) = page(window, &arguments, "userContentEdits")?;
+    let first = arguments
+        .get("first")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    let last = arguments
+        .get("last")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    let after_first = first.map_or(cut, |first| cut.min(first));
+    let page_info = PageInfo {
+        start_cursor: window.first().map(|(position, _)| edit_cursor(*position)),
+        end_cursor: window.last().map(|(position, _)| edit_cursor(*position)),
+        has_next_page: first.is_some_and(|first| cut > first) || end < total,
+        has_previous_page: last.is_some_and(|last| after_first > last) || start > 0,
+    };
+    Ok(Resolved::Object(Obj::UserContentEditConnection {
+        edits: window.into_iter().map(|(_, edit)| edit).collect(),
+        total,
+        page_info,
+    }))
 }
 
 fn strings(arguments: &Map<String, Value>, name: &str) -> Option<Vec<String>> {
