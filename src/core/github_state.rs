@@ -1,5 +1,6 @@
-//! GitHub's state words as types: the state of a pull request, the status and conclusion of a
-//! workflow run or job, and the action of a `workflow_run` event.
+//! GitHub's state words as types: the state of a pull request or an issue, the status and
+//! conclusion of a workflow run or job, the action of a `workflow_run` event, and an account's
+//! role on a repository.
 //!
 //! The adapter reads GitHub's JSON into these types and nothing else compares GitHub's words:
 //! the core asks a type (`is_open`, `is_completed`, `is_success`) or compares variants. Each
@@ -7,7 +8,8 @@
 //! query (`status=in_progress`). A word GitHub adds later never makes a read fail: it is kept
 //! as `Other` with GitHub's spelling (so messages and result files show it as they did), and
 //! read conservatively: an unknown status is not completed (the run counts as active), an
-//! unknown conclusion is not a success, an unknown pull request state is not open.
+//! unknown conclusion is not a success, an unknown pull request or issue state is not open, an
+//! unknown role may not steer.
 
 use std::fmt;
 
@@ -82,6 +84,47 @@ impl PullRequestState {
     /// Only `open` is open.
     pub fn is_open(&self) -> bool {
         *self == PullRequestState::Open
+    }
+}
+
+github_words! {
+    /// The `state` of an issue.
+    pub enum IssueState {
+        Open = "open",
+        Closed = "closed",
+    }
+}
+
+impl IssueState {
+    /// Only `open` is open.
+    pub fn is_open(&self) -> bool {
+        *self == IssueState::Open
+    }
+}
+
+github_words! {
+    /// An account's role on a repository: GitHub's `role_name` (a custom role's name is
+    /// `Other`), or the legacy `permission` read into the same words; `none` is no access.
+    pub enum RepositoryPermission {
+        Admin = "admin",
+        Maintain = "maintain",
+        Write = "write",
+        Triage = "triage",
+        Read = "read",
+        None = "none",
+    }
+}
+
+impl RepositoryPermission {
+    /// Whether an account with this role may steer klaud: write, maintain or admin; any other
+    /// role, an unknown one included, may not.
+    pub fn can_steer(&self) -> bool {
+        matches!(
+            self,
+            RepositoryPermission::Admin
+                | RepositoryPermission::Maintain
+                | RepositoryPermission::Write
+        )
     }
 }
 
@@ -194,6 +237,32 @@ mod tests {
             WorkflowRunAction::Completed
         );
         assert_ne!(WorkflowRunAction::default(), WorkflowRunAction::Completed);
+    }
+
+    #[test]
+    fn only_write_maintain_and_admin_steer() {
+        let steering: Vec<&str> = [
+            "admin",
+            "maintain",
+            "write",
+            "triage",
+            "read",
+            "none",
+            "Admin",
+            "custom-role",
+        ]
+        .into_iter()
+        .filter(|word| RepositoryPermission::from(*word).can_steer())
+        .collect();
+        assert_eq!(steering, ["admin", "maintain", "write"]);
+        assert_eq!(
+            RepositoryPermission::from("custom-role"),
+            RepositoryPermission::Other("custom-role".into())
+        );
+        let state: IssueState = serde_json::from_str(r#""closed""#).unwrap();
+        assert!(!state.is_open());
+        assert!(!IssueState::from("pinned").is_open());
+        assert!(IssueState::from("open").is_open());
     }
 
     #[test]

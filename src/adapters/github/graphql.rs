@@ -1,5 +1,6 @@
 //! GraphQL, where it does what REST cannot: the draft/ready toggles, deleting refs on a condition
-//! (`updateRefs`, contract §5a) and reading many objects in one request ([`super::batch`]).
+//! (`updateRefs`, contract §5a), an issue's edit history ([`ISSUE_EDIT_HISTORY`], read by
+//! [`super::issues`]) and reading many objects in one request ([`super::batch`]).
 //!
 //! GraphQL answers errors with HTTP 200 and an `errors` array, e.g. when asked to redraft a
 //! closed pull request; a query that GitHub rejects as a whole (an unknown field, an older GitHub
@@ -17,6 +18,9 @@ use crate::core::text::bounded;
 
 pub const MARK_READY: &str = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
 pub const CONVERT_TO_DRAFT: &str = "mutation($id: ID!) { convertPullRequestToDraft(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
+/// An issue's body revisions, newest first on GitHub (`last: 100` would be the oldest ones once
+/// an issue has more than 100 revisions); `totalCount` says how many there are in all.
+pub const ISSUE_EDIT_HISTORY: &str = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { number userContentEdits(first: 100) { totalCount nodes { editedAt editor { login } diff } } } } }";
 pub const UPDATE_REFS: &str =
     "mutation($input: UpdateRefsInput!) { updateRefs(input: $input) { clientMutationId } }";
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod git;
 pub mod graphql;
+pub mod issues;
 pub mod models;
 pub mod pagination;
 pub mod pulls;
