@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use base64::Engine;
 use fake_github::{
-    ClosedSpec, CommitSpec, FakeGitHub, FakeGitHubHandle, JobSpec, PullRequestSpec, RepoState,
-    RunSpec, Timestamp,
+    ClosedSpec, CommitSpec, FakeGitHub, FakeGitHubHandle, IssueSpec, JobSpec, PullRequestSpec,
+    RepoState, Role, RunSpec, Timestamp,
 };
 use jsonschema::Validator;
 use reqwest::Method;
@@ -305,6 +305,22 @@ fn seeded() -> RepoState {
         created_at: Some(NOW.minus(20_000)),
         ..PullRequestSpec::default()
     });
+    state.add_issue(IssueSpec {
+        title: "klaud dashboard".to_string(),
+        body: Some("- [ ] pause".to_string()),
+        author: BOT.to_string(),
+        labels: vec!["klaud-dashboard".to_string()],
+        created_at: Some(NOW.minus(5_000)),
+    });
+    state.add_issue(IssueSpec {
+        title: "A question".to_string(),
+        body: None,
+        author: MAINTAINER.to_string(),
+        labels: Vec::new(),
+        created_at: Some(NOW.minus(4_000)),
+    });
+    state.set_role(MAINTAINER, Role::Maintain);
+    state.set_role("triager-tia", Role::Triage);
     // GitHub's description types a pull request's label descriptions as non-null strings.
     for label in state.labels.values_mut() {
         label.description = Some(format!("Marks {} pull requests", label.name));
@@ -758,6 +774,65 @@ async fn every_operation_klaud_uses_answers_in_githubs_documented_shape() {
         )
         .await;
 
+    // Issues: the listing (pull requests included), one created, read, edited, closed and
+    // reopened, and collaborators' permissions.
+    for query in [
+        "",
+        "?state=all&labels=klaud-dashboard",
+        "?state=all&per_page=2&page=2",
+    ] {
+        checker
+            .call(
+                "GET /repos/{owner}/{repo}/issues",
+                &format!("{REPO}/issues{query}"),
+                None,
+                200,
+            )
+            .await;
+    }
+    let created = checker
+        .call(
+            "POST /repos/{owner}/{repo}/issues",
+            &format!("{REPO}/issues"),
+            Some(json!({"title": "klaud dashboard", "body": "rendered", "labels": ["klaud-dashboard"]})),
+            201,
+        )
+        .await;
+    let number = created["number"].as_u64().expect("a number");
+    for change in [
+        json!({"body": "- [x] pause"}),
+        json!({"state": "closed", "state_reason": "not_planned"}),
+        json!({"body": "rendered again", "state": "open"}),
+    ] {
+        checker
+            .call_as(
+                MAINTAINER_TOKEN,
+                "PATCH /repos/{owner}/{repo}/issues/{issue_number}",
+                &format!("{REPO}/issues/{number}"),
+                Some(change),
+                200,
+            )
+            .await;
+    }
+    checker
+        .call(
+            "GET /repos/{owner}/{repo}/issues/{issue_number}",
+            &format!("{REPO}/issues/{number}"),
+            None,
+            200,
+        )
+        .await;
+    for login in [BOT, MAINTAINER, "triager-tia", "mallory", "acme"] {
+        checker
+            .call(
+                "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
+                &format!("{REPO}/collaborators/{login}/permission"),
+                None,
+                200,
+            )
+            .await;
+    }
+
     checker.assert_conforms();
     let missing: Vec<String> = checker
         .schemas
@@ -824,6 +899,38 @@ async fn error_answers_match_githubs_error_schemas() {
             &format!("{REPO}/git/ref/heads/missing"),
             None,
             404,
+        )
+        .await;
+    checker
+        .call(
+            "PATCH /repos/{owner}/{repo}/issues/{issue_number}",
+            &format!("{REPO}/issues/999"),
+            Some(json!({"body": "x"})),
+            404,
+        )
+        .await;
+    checker
+        .call(
+            "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
+            &format!("{REPO}/collaborators/nobody-at-all/permission"),
+            None,
+            404,
+        )
+        .await;
+    checker
+        .call(
+            "POST /repos/{owner}/{repo}/issues",
+            &format!("{REPO}/issues"),
+            Some(json!({"title": ""})),
+            422,
+        )
+        .await;
+    checker
+        .call(
+            "GET /repos/{owner}/{repo}/issues",
+            &format!("{REPO}/issues?state=pinned"),
+            None,
+            422,
         )
         .await;
     checker
@@ -981,7 +1088,7 @@ fn the_subset_names_its_source_and_rejects_a_wrong_field_type() {
             .as_str()
             .is_some_and(|version| !version.is_empty())
     );
-    assert_eq!(schemas.operation_names().len(), 32);
+    assert_eq!(schemas.operation_names().len(), 36);
 
     // A label as GitHub documents it passes; the same label with a string id does not.
     let mut label = json!({
