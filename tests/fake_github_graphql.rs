@@ -27,13 +27,14 @@ use fake_github::graphql::schema::Schema;
 use fake_github::graphql::validate::validate;
 use fake_github::graphql::{Document, GraphqlError, OperationSummary, parse};
 use fake_github::{
-    ClosedSpec, CommitSpec, DeletedRef, FakeGitHub, FakeGitHubHandle, PullRequestSpec, RepoState,
-    Timestamp,
+    ClosedSpec, CommitSpec, DeletedRef, FakeGitHub, FakeGitHubHandle, IssueSpec, PullRequestSpec,
+    RepoState, Timestamp,
 };
 use graphql_parser::query::{Definition, OperationDefinition};
 use klaud::adapters::github::batch::{DetailBatch, detail_queries};
 use klaud::adapters::github::graphql::{
-    CONVERT_TO_DRAFT, ConditionalDeletion, MARK_READY, RefUpdates, UPDATE_REFS, ZERO_OID,
+    CONVERT_TO_DRAFT, ConditionalDeletion, ISSUE_EDIT_HISTORY, MARK_READY, RefUpdates, UPDATE_REFS,
+    ZERO_OID,
 };
 use klaud::adapters::github::transport::RetryPolicy;
 use klaud::adapters::github::{GitHubClient, GitHubSettings};
@@ -332,6 +333,11 @@ fn every_query_and_mutation_klaud_sends_is_valid_against_githubs_schema() {
         }}),
     );
 
+    assert_valid(
+        ISSUE_EDIT_HISTORY,
+        &json!({"owner": "acme", "name": "widgets", "number": 7}),
+    );
+
     let seeded = seeded();
     let (query, variables) = detail_query(&batch(&seeded));
     for field in ["pullRequests(", "pullRequest(", "object("] {
@@ -610,6 +616,51 @@ async fn the_fakes_answers_to_klauds_detail_query_conform_to_the_schema() {
         "Could not resolve to a PullRequest with the number of 999."
     );
     assert!(errors[0]["locations"][0]["column"].as_u64().unwrap() > 1);
+}
+
+#[tokio::test]
+async fn the_fakes_answers_to_klauds_edit_history_query_conform_to_the_schema() {
+    let mut state = seeded().state;
+    let edited = state.add_issue(IssueSpec {
+        title: "klaud dashboard".to_string(),
+        body: None,
+        author: BOT.to_string(),
+        ..IssueSpec::default()
+    });
+    let untouched = state.add_issue(IssueSpec {
+        title: "a question".to_string(),
+        body: Some("why?".to_string()),
+        author: MAINTAINER.to_string(),
+        ..IssueSpec::default()
+    });
+    state.now = Some(NOW.plus(60));
+    state.edit_body(edited, MAINTAINER, Some("- [x] pause".to_string()));
+    state.now = Some(NOW.plus(120));
+    state.edit_body(edited, BOT, None);
+    state.forget_editor(MAINTAINER);
+    let server = FakeGitHub::start(state);
+    let variables = |number: u64| json!({"owner": "acme", "name": "widgets", "number": number});
+
+    let answer = ask(&server, ISSUE_EDIT_HISTORY, variables(edited)).await;
+    let edits = &answer["data"]["repository"]["issue"]["userContentEdits"];
+    assert_eq!(edits["totalCount"], 3);
+    // A bot's login without `[bot]`, a deleted account null, an empty body null.
+    assert_eq!(
+        edits["nodes"],
+        json!([
+            {"editedAt": "2026-01-01T00:02:00Z", "editor": {"login": "klaud"}, "diff": null},
+            {"editedAt": "2026-01-01T00:01:00Z", "editor": null, "diff": "- [x] pause"},
+            {"editedAt": "2026-01-01T00:00:00Z", "editor": {"login": "klaud"}, "diff": null},
+        ])
+    );
+    let never = ask(&server, ISSUE_EDIT_HISTORY, variables(untouched)).await;
+    assert_eq!(
+        never["data"]["repository"]["issue"]["userContentEdits"],
+        json!({"totalCount": 0, "nodes": []})
+    );
+    let pull = ask(&server, ISSUE_EDIT_HISTORY, variables(seeded().open)).await;
+    assert_eq!(pull["data"]["repository"]["issue"], Value::Null);
+    assert_eq!(pull["errors"][0]["type"], "NOT_FOUND");
 }
 
 #[tokio::test]
