@@ -243,6 +243,9 @@ impl GitHubClient {
                 body: node.diff,
             })
             .collect();
+        // GitHub lists the newest first: reversed, a stable sort keeps revisions made in the
+        // same second in the order they were made.
+        edits.reverse();
         edits.sort_by_key(|edit| edit.edited_at);
         Ok(IssueEditHistory {
             edits,
