@@ -207,8 +207,19 @@ struct IssueUpdate {
     state: Option<String>,
     state_reason: Option<String>,
     title: Option<String>,
+    /// `Some(None)` for `"body": null`, which clears the body.
+    #[serde(default, deserialize_with = "present")]
     body: Option<Option<String>>,
     labels: Option<Value>,
+}
+
+/// A field that is present, `null` included.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 async fn update_issue(

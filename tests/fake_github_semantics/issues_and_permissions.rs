@@ -151,6 +151,9 @@ async fn closing_and_reopening_record_who_and_why() {
     assert_eq!(invalid.status, 422);
     let closed_plainly = patch(&ann, number, json!({"state": "closed"})).await;
     assert_eq!(closed_plainly.body["state_reason"], "completed");
+    let cleared = patch(&ann, number, json!({"body": null})).await;
+    assert_eq!(cleared.body["body"], Value::Null);
+    assert_eq!(server.state().body_edits_of(number).len(), 2);
     let retitled = patch(
         &ann,
         number,

@@ -11,8 +11,8 @@
 //!   named and inline fragments and `@skip`/`@include`, values completed against their types
 //!   (`__typename`, lists, non-null propagation), field errors with `type`, `path` and
 //!   `locations`.
-//! - [`resolve`]: the fake's objects and their fields (repository, pull requests, commits,
-//!   actors, labels, timeline items); [`mutations`]: the draft/ready toggles and `updateRefs`.
+//! - [`resolve`]: the fake's objects and their fields (repository, pull requests, issues and
+//!   the revisions of their bodies, commits, actors, labels, timeline items); [`mutations`]: the draft/ready toggles and `updateRefs`.
 
 pub mod execute;
 pub mod mutations;
