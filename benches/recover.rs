@@ -72,6 +72,7 @@ fn settings() -> PassSettings {
         own_run: OWN_RUN,
         now: time(NOW),
         inspections: INSPECTIONS_PER_PASS,
+        dashboard_url: None,
     }
 }
 

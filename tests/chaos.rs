@@ -410,6 +410,7 @@ fn recover_pass(cap: u32, own_run: u64) -> (klaud::core::policy::Policy, PassSet
         own_run,
         now: Utc::now(),
         inspections: INSPECTIONS_PER_PASS,
+        dashboard_url: None,
     };
     (policy, settings)
 }

@@ -287,6 +287,7 @@ async fn one_pass(seed: u64) -> String {
         own_run: OWN_RUN,
         now: Utc::now(),
         inspections: INSPECTIONS_PER_PASS,
+        dashboard_url: None,
     };
     let result = run_pass(&connection, &policy, &settings).await;
 

@@ -72,6 +72,7 @@ async fn scenario_pass(connection: &GitHubConnection) -> PassReport {
         own_run: OWN_RUN,
         now: support::time(NOW),
         inspections: INSPECTIONS_PER_PASS,
+        dashboard_url: None,
     };
     run_pass(connection, &scenario_policy(), &settings)
         .await
@@ -290,6 +291,7 @@ async fn race(in_finish: bool, rest_fallback: bool) -> (bool, bool) {
             own_run: run,
             now: Utc::now(),
             inspections: INSPECTIONS_PER_PASS,
+            dashboard_url: None,
         };
         let policy = Config {
             bot: BOT.into(),

@@ -12,12 +12,15 @@ use serde::{Deserialize, Serialize};
 
 use super::execution::AgentRecord;
 use super::outcome::Outcome;
+use super::steering::Steering;
 
 /// The document version this code writes. Older versions are read and upgraded: version 1
 /// (klaud 0.1.0) named its `kept` entries' object and verdict in prose (`branch:<name>`,
 /// `pull-request:<n>`, a reason starting `needs inspection: ` or `left alone: `); version 2 had
-/// no session attempts (`attempts`, `resuming`), which version 3 adds with empty defaults.
-pub const LEDGER_VERSION: u32 = 3;
+/// no session attempts (`attempts`, `resuming`), which version 3 adds with empty defaults;
+/// version 3 had no dashboard state (`steering`, `last-selection`, `passes`), which version 4
+/// adds empty.
+pub const LEDGER_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -39,6 +42,57 @@ pub struct Ledger {
     /// need not read it again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<Kept>,
+    /// What maintainers asked through the dashboard (contract §10).
+    #[serde(default, skip_serializing_if = "Steering::is_default")]
+    pub steering: Steering,
+    /// What the last `select` that wrote the ledger started and held back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_selection: Option<LastSelection>,
+    /// The last passes that changed anything, oldest first, the last [`PASSES_KEPT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passes: Vec<PassRecord>,
+}
+
+/// How many passes [`Ledger::passes`] keeps.
+pub const PASSES_KEPT: usize = 5;
+
+/// What one `select` started and held back, for the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LastSelection {
+    pub run: u64,
+    pub at: DateTime<Utc>,
+    /// The candidates it started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selected: Vec<String>,
+    /// The candidates it held back, in the order considered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<Deferral>,
+}
+
+/// One candidate a selection held back and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Deferral {
+    pub candidate: String,
+    /// The decision code (`cooling-down`, `paused`, …).
+    pub code: String,
+    pub message: String,
+}
+
+/// One pass that changed something, and what it cost in requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PassRecord {
+    /// The mode (`recover`, `select`).
+    pub mode: String,
+    pub run: u64,
+    pub at: DateTime<Utc>,
+    /// Requests up to the ledger write that recorded the pass.
+    pub reads: u64,
+    pub writes: u64,
+    /// What it changed, in a few words.
+    pub summary: String,
 }
 
 /// One agent session for one candidate.
@@ -301,6 +355,9 @@ impl Ledger {
             claims: Vec::new(),
             recovery_lease: None,
             kept: Vec::new(),
+            steering: Steering::default(),
+            last_selection: None,
+            passes: Vec::new(),
         }
     }
 
@@ -449,6 +506,24 @@ impl Ledger {
         true
     }
 
+    /// Records a pass that changed something, keeping the last [`PASSES_KEPT`].
+    pub fn record_pass(&mut self, pass: PassRecord) {
+        self.passes
+            .retain(|known| known.run != pass.run || known.mode != pass.mode);
+        self.passes.push(pass);
+        let excess = self.passes.len().saturating_sub(PASSES_KEPT);
+        self.passes.drain(..excess);
+    }
+
+    /// The candidates of parked sessions, oldest first.
+    pub fn parked_candidates(&self) -> Vec<&str> {
+        self.sessions
+            .iter()
+            .filter(|session| session.state == SessionState::Parked)
+            .map(|session| session.candidate.as_str())
+            .collect()
+    }
+
     /// Removes finished sessions that finished before `now - keep_for`, except the last finished
     /// session of each family (its outcome still says what happened to the family).
     pub fn prune(&mut self, now: DateTime<Utc>, keep_for: Duration) -> usize {
@@ -478,6 +553,13 @@ impl Ledger {
                 || keep.contains(&this)
                 || session.finished_at.unwrap_or(session.started_at) >= horizon
         });
+        let parked: Vec<String> = self
+            .parked_candidates()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let parked: Vec<&str> = parked.iter().map(String::as_str).collect();
+        self.steering.prune(&parked, now, keep_for);
         before - self.sessions.len()
     }
 }
@@ -501,8 +583,8 @@ mod tests {
 
     #[test]
     fn a_newer_version_is_refused_not_misread() {
-        let error = Ledger::from_json(r#"{"version": 4, "sessions": []}"#).unwrap_err();
-        assert_eq!(error, LedgerReadError::NewerVersion { found: 4 });
+        let error = Ledger::from_json(r#"{"version": 5, "sessions": []}"#).unwrap_err();
+        assert_eq!(error, LedgerReadError::NewerVersion { found: 5 });
     }
 
     #[test]

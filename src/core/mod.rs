@@ -3,7 +3,9 @@
 
 pub mod baseline;
 pub mod candidate;
+pub mod cooldown;
 pub mod cost;
+pub mod dashboard;
 pub mod execution;
 pub mod finish;
 pub mod github_state;
@@ -20,6 +22,7 @@ pub mod select;
 pub mod session;
 pub mod snapshot;
 pub mod status;
+pub mod steering;
 pub mod text;
 pub mod wake;
 

@@ -71,6 +71,18 @@ pub enum Action {
         workflow: String,
         git_ref: String,
     },
+    /// Create the dashboard issue (`issue: None`) with its title and label, or rewrite klaud's
+    /// dashboard (reopening it when `reopen`) only while its body is still `expected_body`: an
+    /// edit made since it was read is never overwritten.
+    WriteDashboard {
+        issue: Option<u64>,
+        title: String,
+        label: String,
+        body: String,
+        reopen: bool,
+        #[serde(skip)]
+        expected_body: Option<String>,
+    },
 }
 
 /// Which of klaud's comments a [`Action::PostMarkedComment`] writes.
@@ -130,7 +142,10 @@ impl Action {
     pub fn rests_on_pull_request(&self) -> bool {
         !matches!(
             self,
-            Action::CancelRun { .. } | Action::DeleteBranch { .. } | Action::DeleteLockRef { .. }
+            Action::CancelRun { .. }
+                | Action::DeleteBranch { .. }
+                | Action::DeleteLockRef { .. }
+                | Action::WriteDashboard { .. }
         )
     }
 }
@@ -229,6 +244,22 @@ impl fmt::Display for Action {
             } => write!(
                 formatter,
                 "dispatch {workflow} on {git_ref} for candidate {candidate}"
+            ),
+            Action::WriteDashboard {
+                issue: None, title, ..
+            } => write!(formatter, "create the dashboard issue \"{title}\""),
+            Action::WriteDashboard {
+                issue: Some(number),
+                reopen,
+                ..
+            } => write!(
+                formatter,
+                "{} the dashboard #{number}",
+                if *reopen {
+                    "reopen and rewrite"
+                } else {
+                    "rewrite"
+                }
             ),
         }
     }

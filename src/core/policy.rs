@@ -47,6 +47,30 @@ pub struct Policy {
     pub session: SessionLimits,
     /// `budget.daily-usd`: when the agent runs recorded this much in 24 hours, nothing new starts.
     pub daily_budget_usd: Option<f64>,
+    pub dashboard: DashboardSettings,
+}
+
+/// The dashboard issue (contract §10); `dashboard` in `.github/klaud.yml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DashboardSettings {
+    /// The title of the issue klaud creates.
+    pub title: String,
+    /// The label that marks it; only an issue with this label written by the bot is klaud's.
+    pub label: String,
+    /// Reopen klaud's dashboard when a person closed it (otherwise it stays closed and steers
+    /// nothing).
+    pub reopen: bool,
+}
+
+impl Default for DashboardSettings {
+    fn default() -> Self {
+        DashboardSettings {
+            title: "klaud dashboard".to_string(),
+            label: "klaud-dashboard".to_string(),
+            reopen: false,
+        }
+    }
 }
 
 /// How long one job of a session may run, and how many jobs a session may take (contract §9);
@@ -203,6 +227,7 @@ pub(crate) mod tests {
             default_cooldown_days: 1.0,
             cooldown_overrides: BTreeMap::new(),
             daily_budget_usd: None,
+            dashboard: DashboardSettings::default(),
         }
     }
 

@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::cooldown::running_cooldowns;
 use super::cost::{CostReport, cost_report};
 use super::ledger::{Ledger, SessionState};
-use super::policy::{Cooldown, Policy};
+use super::policy::Policy;
 use super::snapshot::Listed;
 
 /// One of klaud's open pull requests (head `<branch-prefix><id>` in this repository).
@@ -77,6 +78,8 @@ pub struct SessionView {
     pub pull_request_draft: Option<bool>,
     /// An outcome reported before the parent ended, applied when the session is reconciled.
     pub pending_outcome: Option<String>,
+    /// Jobs that ran the session so far.
+    pub attempts: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -137,6 +140,7 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
                 pull_request: listed.map(|pull| pull.number).or(session.pull_request),
                 pull_request_draft: listed.map(|pull| pull.draft),
                 pending_outcome: session.pending_outcome.map(|outcome| outcome.to_string()),
+                attempts: session.attempts.len(),
             }
         })
         .collect();
@@ -169,7 +173,7 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
                 claimed_at: claim.claimed_at,
             })
             .collect(),
-        cooldowns: running_cooldowns(ledger, policy, now),
+        cooldowns: running_cooldown_views(ledger, policy, now),
         pull_requests_without_session: listed
             .iter()
             .filter(|pull| !with_session.contains(&pull.candidate.as_str()))
@@ -181,29 +185,21 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
     }
 }
 
-/// Every finished session whose cooldown has not ended at `now`, the one ending last first.
-fn running_cooldowns(ledger: &Ledger, policy: &Policy, now: DateTime<Utc>) -> Vec<CooldownView> {
-    let mut cooldowns: Vec<CooldownView> = ledger
-        .sessions
-        .iter()
-        .filter(|session| session.state == SessionState::Finished)
-        .filter_map(|session| {
-            let outcome = session.outcome?;
-            let finished_at = session.finished_at.unwrap_or(session.started_at);
-            let (duration, holds) = match policy.cooldown(outcome, session.agent_ran) {
-                Cooldown::Candidate(duration) => (duration, "candidate"),
-                Cooldown::Family(duration) => (duration, "family"),
-                Cooldown::None | Cooldown::WhilePullRequestOpen => return None,
-            };
-            let until = finished_at + duration;
-            (until > now).then(|| CooldownView {
-                candidate: session.candidate.clone(),
-                family: session.family.clone(),
-                outcome: outcome.to_string(),
-                finished_at,
-                until,
-                holds: holds.to_string(),
-            })
+/// Every cooldown running at `now`, the one ending last first.
+fn running_cooldown_views(
+    ledger: &Ledger,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Vec<CooldownView> {
+    let mut cooldowns: Vec<CooldownView> = running_cooldowns(ledger, policy, now)
+        .into_iter()
+        .map(|cooldown| CooldownView {
+            candidate: cooldown.session.candidate.clone(),
+            family: cooldown.session.family.clone(),
+            outcome: cooldown.outcome.to_string(),
+            finished_at: cooldown.finished_at,
+            until: cooldown.until,
+            holds: cooldown.scope.name().to_string(),
         })
         .collect();
     cooldowns.sort_by(|a, b| b.until.cmp(&a.until).then(a.candidate.cmp(&b.candidate)));

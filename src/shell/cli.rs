@@ -200,6 +200,11 @@ pub struct SelectArgs {
 pub struct RecoverArgs {
     #[command(flatten)]
     pub github: GitHubArgs,
+
+    /// Keep the dashboard issue (`dashboard` in the configuration): read its ticks at the start of the pass, act on those of accounts
+    /// with write, maintain or admin permission, and rewrite it when anything changed
+    #[arg(long, env = "KLAUD_DASHBOARD", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub dashboard: bool,
 }
 
 #[derive(Debug, Args)]
@@ -304,6 +309,11 @@ pub struct PrepareReviewArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub github: GitHubArgs,
+
+    /// Keep the dashboard issue (`dashboard` in the configuration): create it or rewrite it from the ledger when the rendering
+    /// changed (its ticks are kept for the next recovery pass, which acts on them)
+    #[arg(long, env = "KLAUD_DASHBOARD", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub dashboard: bool,
 }
 
 fn parse_bool(text: &str) -> Result<bool, String> {

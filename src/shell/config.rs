@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::core::outcome::{DefaultCooldown, Outcome, StatusLabel};
-use crate::core::policy::{Policy, SessionLimits};
+use crate::core::policy::{DashboardSettings, Policy, SessionLimits};
 
 /// `.github/klaud.yml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -42,6 +42,8 @@ pub struct Config {
     pub session: SessionLimits,
     /// What the agent runs may cost (contract §10).
     pub budget: BudgetSettings,
+    /// The dashboard issue `status --dashboard` and `recover` keep (contract §10).
+    pub dashboard: DashboardSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -133,6 +135,7 @@ impl Default for Config {
             capacity: CapacitySettings::default(),
             session: SessionLimits::default(),
             budget: BudgetSettings::default(),
+            dashboard: DashboardSettings::default(),
         }
     }
 }
@@ -227,6 +230,7 @@ impl Config {
                 .collect(),
             session: self.session,
             daily_budget_usd: self.budget.daily_usd,
+            dashboard: self.dashboard.clone(),
         }
     }
 }
@@ -368,6 +372,22 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be a positive number of US dollars",
         ));
     }
+    let dashboard = &config.dashboard;
+    if dashboard.title.trim().is_empty() || dashboard.title.chars().count() > 256 {
+        return Err(invalid(
+            "dashboard.title",
+            "must be 1 to 256 characters, not all blank",
+        ));
+    }
+    if dashboard.label.trim().is_empty()
+        || dashboard.label.chars().count() > 50
+        || dashboard.label.contains(',')
+    {
+        return Err(invalid(
+            "dashboard.label",
+            "must be a label name of 1 to 50 characters without a comma",
+        ));
+    }
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");
         let Some(outcome) = Outcome::parse(name) else {
@@ -486,6 +506,22 @@ mod tests {
             parse_config("cooldowns:\n  handoff: 1\n").unwrap_err().key,
             "cooldowns.handoff"
         );
+    }
+
+    #[test]
+    fn the_dashboard_has_a_title_and_a_label_name() {
+        let config = parse_config("dashboard:\n  label: steer-me\n  reopen: true\n").unwrap();
+        assert_eq!(config.dashboard.label, "steer-me");
+        assert_eq!(config.dashboard.title, "klaud dashboard");
+        assert!(config.policy(5, 1.0).dashboard.reopen);
+        for (text, key) in [
+            ("dashboard:\n  title: ' '\n", "dashboard.title"),
+            ("dashboard:\n  label: a,b\n", "dashboard.label"),
+            ("dashboard:\n  label: ''\n", "dashboard.label"),
+            ("dashboard:\n  colour: red\n", "dashboard.colour"),
+        ] {
+            assert_eq!(parse_config(text).unwrap_err().key, key, "{text}");
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::core::snapshot::{
     RefFact, RunFact, RunState, Snapshot,
 };
 use crate::core::text::bounded;
+use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
 
 /// Reads of one round sent at once.
 const READ_CONCURRENCY: usize = 8;
@@ -45,14 +46,19 @@ const ACTIVE_STATUSES: [RunStatus; 3] =
 pub struct Gathered {
     pub snapshot: Snapshot,
     pub loaded: LoadedLedger,
+    /// The dashboard as read, when the pass keeps it; its accepted ticks are already applied
+    /// to the snapshot's ledger, so the decision sees what they ask.
+    pub dashboard: Option<DashboardRead>,
 }
 
-/// Reads everything the decision needs; only an unreadable ledger is an error.
+/// Reads everything the decision needs (with `dashboard`, the dashboard's ticks too); only an
+/// unreadable ledger is an error.
 pub async fn gather_recovery_facts(
     client: &GitHubClient,
     store: &LedgerStore<'_>,
     policy: &Policy,
     context: &RecoveryContext,
+    dashboard: bool,
 ) -> Result<Gathered, LedgerError> {
     let prefixes = listing_prefixes(policy);
     let (loaded, pulls, refs, runs) = tokio::join!(
@@ -85,6 +91,14 @@ pub async fn gather_recovery_facts(
         planner_jobs,
         ..Snapshot::default()
     };
+    let dashboard = match dashboard {
+        true => Some(read_dashboard(client, policy, &loaded.ledger, TickReading::Act).await),
+        false => None,
+    };
+    if let Some(read) = &dashboard {
+        read.changes()
+            .apply(&mut snapshot.ledger, context.own_run, context.now);
+    }
     for _ in 0..DETAIL_ROUNDS {
         let needs = details_needed(&snapshot, policy, context);
         if needs.is_empty() {
@@ -92,7 +106,11 @@ pub async fn gather_recovery_facts(
         }
         read_details(client, policy, &mut snapshot, needs).await;
     }
-    Ok(Gathered { snapshot, loaded })
+    Ok(Gathered {
+        snapshot,
+        loaded,
+        dashboard,
+    })
 }
 
 /// Every run of the repository that has not completed, and the jobs of the planner runs among

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod environment;
 pub mod error;
 pub mod execute;

@@ -253,6 +253,15 @@ impl GitHubClient {
         })
     }
 
+    /// One issue (`GET /issues/{number}`); `None` when it does not exist or is a pull request.
+    pub async fn standalone_issue(&self, number: u64) -> Result<Option<Issue>, GitHubError> {
+        let path = self.repo_path(&format!("/issues/{number}"));
+        let answer: Option<IssueAnswer> = self.get_optional(&path).await?;
+        Ok(answer
+            .filter(|answer| !answer.is_pull_request())
+            .map(IssueAnswer::into_issue))
+    }
+
     /// `login`'s role on the repository: `role_name` (admin, maintain, write, triage, read, or a
     /// custom role's name as `Other`), else the legacy `permission`; an account GitHub does not
     /// know (404) has none.

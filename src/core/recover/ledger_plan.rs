@@ -16,7 +16,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::RecoveryPlan;
-use crate::core::ledger::{AttemptEnd, Kept, KeptObject, Lease, Ledger, Resuming, SessionState};
+use crate::core::dashboard::SteeringChanges;
+use crate::core::ledger::{
+    AttemptEnd, Kept, KeptObject, Lease, Ledger, PassRecord, Resuming, SessionState,
+};
 use crate::core::outcome::Outcome;
 use crate::core::plan::{ActionGroup, LedgerExpectation};
 
@@ -127,6 +130,9 @@ pub struct LedgerPlan {
     pub kept_added: Vec<Kept>,
     /// Objects no longer kept: moved or gone.
     pub kept_dropped: Vec<KeptObject>,
+    /// What the dashboard's ticks ask, applied with the lease before any resume.
+    #[serde(skip_serializing_if = "SteeringChanges::is_empty")]
+    pub steering: SteeringChanges,
 }
 
 impl LedgerPlan {
@@ -137,6 +143,7 @@ impl LedgerPlan {
             || !self.claim_releases.is_empty()
             || !self.kept_added.is_empty()
             || !self.kept_dropped.is_empty()
+            || !self.steering.is_empty()
     }
 }
 
@@ -154,6 +161,8 @@ pub struct PassGrants {
     pub refused_resumes: Vec<(String, String)>,
     /// Per plan group: may it be applied?
     pub groups_cleared: Vec<bool>,
+    /// The dashboard's requests were applied (the lease was held).
+    pub steering_applied: bool,
 }
 
 /// The settings of the first write.
@@ -188,6 +197,12 @@ pub fn decide_first_write(
         }
     }
     if grants.lease_held {
+        said.extend(
+            plan.ledger
+                .steering
+                .apply(&mut next, settings.own_run, settings.now),
+        );
+        grants.steering_applied = !plan.ledger.steering.is_empty();
         for record in record_outcomes(&mut next, &plan.ledger.outcomes, settings.now) {
             grants.recorded.insert(record.candidate.clone());
             said.push(format!("{}: {}", record.candidate, record.outcome));
@@ -344,6 +359,11 @@ fn resume_under_cap(
     let mut resumed = Vec::new();
     let mut refused = Vec::new();
     for resume in resumes {
+        if let Some(pause) = &next.steering.paused {
+            let why = format!("paused by {} on the dashboard", pause.by);
+            refused.push((resume.candidate.clone(), why));
+            continue;
+        }
         if live >= settings.max_live {
             let why = format!(
                 "no room under the cap: {live} of {} live",
@@ -414,15 +434,20 @@ fn group_cleared(group: &ActionGroup, next: &Ledger, grants: &PassGrants) -> boo
     }
 }
 
-/// The last write of a pass: claims released, failed resumes parked again, the lease released.
+/// The last write of a pass: claims released, failed resumes parked again, the lease released,
+/// and the pass recorded (`pass`, when it changed anything) for the dashboard.
 pub fn decide_second_write(
     ledger: &Ledger,
     own_run: u64,
     releases: &[ClaimRelease],
     failed_resumes: &[ResumeRecord],
+    pass: Option<&PassRecord>,
 ) -> (Option<Ledger>, String) {
     let mut next = ledger.clone();
     let mut said = Vec::new();
+    if let Some(pass) = pass {
+        next.record_pass(pass.clone());
+    }
     for release in releases {
         let before = next.claims.len();
         next.claims.retain(|claim| {

@@ -2,8 +2,9 @@
 //! ledger stay under `max-candidates`, by dispatching the candidate workflow for a parked draft
 //! whose commits are all the bot's. The cap is decided again on the ledger as it is written, so
 //! passes running at once never exceed it. Parked sessions that stay parked keep their label.
-//! While the daily budget is used up (contract §10), nothing is resumed: every parked session
-//! stays parked with the figures as its reason.
+//! While the dashboard's pause is ticked or the daily budget is used up (contract §10), nothing
+//! is resumed: every parked session stays parked with the reason. A session the dashboard's
+//! *resume now* put first in line is offered the room before the older ones.
 
 use super::labels::status_label_sync;
 use std::collections::BTreeMap;
@@ -37,12 +38,19 @@ pub(super) fn resume_parked(
         .count()
         .saturating_sub(ending);
     let mut room = (max_candidates as usize).saturating_sub(live);
-    let budget = budget_exhausted(&facts.snapshot.ledger, facts.policy, facts.context.now);
+    let ledger = &facts.snapshot.ledger;
+    let budget = budget_exhausted(ledger, facts.policy, facts.context.now);
     let mut decisions = Vec::new();
-    for session in parked_oldest_first(facts, decided) {
+    for session in parked_in_resume_order(facts, decided) {
         let id = session.candidate.clone();
         let pull = open_pull_request_of(facts, &id);
-        let resumed = if let Some(exhausted) = budget {
+        let resumed = if let Some(pause) = &ledger.steering.paused {
+            Err(StaysParked(format!(
+                "paused: nothing is resumed while the dashboard's pause is ticked (by {} since {})",
+                pause.by,
+                pause.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )))
+        } else if let Some(exhausted) = budget {
             Err(StaysParked(format!(
                 "budget-exhausted: nothing is resumed: {}",
                 exhausted.figures()
@@ -62,8 +70,9 @@ pub(super) fn resume_parked(
     decisions
 }
 
-/// The parked sessions of the candidates decided `parked`, oldest first (then by id).
-fn parked_oldest_first<'a>(
+/// The parked sessions of the candidates decided `parked`: those the dashboard put first in
+/// line (in the order asked), then the others oldest first (then by id).
+fn parked_in_resume_order<'a>(
     facts: &Facts<'a>,
     decided: &BTreeMap<String, CandidateReport>,
 ) -> Vec<&'a Session> {
@@ -80,7 +89,21 @@ fn parked_oldest_first<'a>(
         })
         .collect();
     parked.sort_by(|a, b| (a.started_at, &a.candidate).cmp(&(b.started_at, &b.candidate)));
-    parked
+    let order = facts.snapshot.ledger.steering.resume_order(
+        &parked
+            .iter()
+            .map(|session| session.candidate.as_str())
+            .collect::<Vec<_>>(),
+    );
+    order
+        .into_iter()
+        .filter_map(|candidate| {
+            parked
+                .iter()
+                .find(|session| session.candidate == candidate)
+                .copied()
+        })
+        .collect()
 }
 
 /// The open pull request from the candidate's branch in this repository, if any.

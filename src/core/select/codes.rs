@@ -20,6 +20,8 @@ pub enum Decision {
     InvalidReviewOutput,
     /// The whole selection was deferred: a listing could not be read to its end.
     ListingIncomplete,
+    /// The whole selection was deferred: the dashboard's pause is ticked.
+    Paused,
     /// The whole selection was deferred: the agent runs of the last 24 hours used up the daily
     /// budget.
     BudgetExhausted,
@@ -35,10 +37,11 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub const ALL: [Decision; 13] = [
+    pub const ALL: [Decision; 14] = [
         Decision::Selected,
         Decision::InvalidReviewOutput,
         Decision::ListingIncomplete,
+        Decision::Paused,
         Decision::BudgetExhausted,
         Decision::ReviewDuplicate,
         Decision::ReviewUncertain,
@@ -56,6 +59,7 @@ impl Decision {
             Decision::Selected => "selected",
             Decision::InvalidReviewOutput => "invalid-review-output",
             Decision::ListingIncomplete => "listing-incomplete",
+            Decision::Paused => "paused",
             Decision::BudgetExhausted => "budget-exhausted",
             Decision::ReviewDuplicate => "review-duplicate",
             Decision::ReviewUncertain => "review-uncertain",
@@ -88,6 +92,7 @@ impl Serialize for Decision {
 pub enum SelectionDeferral {
     InvalidReviewOutput,
     ListingIncomplete,
+    Paused,
     BudgetExhausted,
     CapacityUnavailable,
 }
@@ -102,6 +107,7 @@ impl SelectionDeferral {
         match self {
             SelectionDeferral::InvalidReviewOutput => Decision::InvalidReviewOutput,
             SelectionDeferral::ListingIncomplete => Decision::ListingIncomplete,
+            SelectionDeferral::Paused => Decision::Paused,
             SelectionDeferral::BudgetExhausted => Decision::BudgetExhausted,
             SelectionDeferral::CapacityUnavailable => Decision::CapacityUnavailable,
         }

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::candidate::Candidate;
 use super::cost::budget_exhausted;
-use super::ledger::{Ledger, SessionState};
+use super::ledger::{Deferral, LastSelection, Ledger, SessionState};
 use super::policy::Policy;
 use super::snapshot::Listed;
 use super::text::bounded;
@@ -323,8 +323,54 @@ pub fn plan_claims(
             ));
         }
     }
+    remember_selection(&mut next, &plan, run, now);
     let ledger = (next != *snapshot.ledger).then_some(next);
     ClaimDecision { plan, ledger }
+}
+
+/// Deferrals the ledger keeps of one selection (the dashboard shows them).
+const DEFERRALS_KEPT: usize = 100;
+
+/// Records what `plan` started and held back as the ledger's last selection, unless the ledger
+/// already holds the same (a selection that changes nothing writes nothing).
+fn remember_selection(
+    next: &mut Ledger,
+    plan: &SelectionPlan,
+    run: SelectingRun,
+    now: DateTime<Utc>,
+) {
+    let selected = plan.selected_ids();
+    let deferred: Vec<Deferral> = plan
+        .decisions
+        .iter()
+        .filter(|decision| decision.decision != Decision::Selected)
+        .take(DEFERRALS_KEPT)
+        .map(|decision| Deferral {
+            candidate: decision.id.clone(),
+            code: decision
+                .reason
+                .as_ref()
+                .map_or(decision.decision.code(), |reason| reason.code.code())
+                .to_string(),
+            message: decision
+                .reason
+                .as_ref()
+                .map(|reason| bounded(&reason.message, 300))
+                .unwrap_or_default(),
+        })
+        .collect();
+    let unchanged = next
+        .last_selection
+        .as_ref()
+        .is_some_and(|last| last.selected == selected && last.deferred == deferred);
+    if !unchanged {
+        next.last_selection = Some(LastSelection {
+            run: run.run_id,
+            at: now,
+            selected,
+            deferred,
+        });
+    }
 }
 
 impl SelectionPlan {
@@ -418,6 +464,16 @@ fn whole_selection_deferral(
             format!(
                 "occupancy is unknown, so nothing is selected: {}",
                 incomplete.join("; ")
+            ),
+        ));
+    }
+    if let Some(pause) = &snapshot.ledger.steering.paused {
+        return Some((
+            SelectionDeferral::Paused,
+            format!(
+                "the dashboard's pause is ticked (by {} since {}), so nothing is selected",
+                pause.by,
+                pause.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             ),
         ));
     }

@@ -9,8 +9,9 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use super::baselines::{BaselineCode, BaselineVerdict, BaselineVerdicts};
 use super::{Decision, Reason, SelectingRun, SelectionSnapshot, session_of_run};
 use crate::core::candidate::Candidate;
+use crate::core::cooldown::{CooldownScope, RunningCooldown, running_cooldowns};
 use crate::core::ledger::{Ledger, SessionState};
-use crate::core::policy::{Cooldown, Policy};
+use crate::core::policy::Policy;
 
 /// One reason not to select a candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,52 +201,48 @@ pub fn own_candidate_of<'p>(
 }
 
 /// The longest cooldown still running for the candidate: its own sessions' outcomes, and
-/// family-wide cooldowns (`closed-by-maintainer`) of any session of its family.
+/// family-wide cooldowns (`closed-by-maintainer`) of any session of its family, less those the
+/// dashboard ended ([`running_cooldowns`]).
 pub fn cooldown_obstacle(
     ledger: &Ledger,
     candidate: &Candidate,
     policy: &Policy,
     now: DateTime<Utc>,
 ) -> Option<Obstacle> {
-    let mut longest: Option<(DateTime<Utc>, String)> = None;
-    for session in &ledger.sessions {
-        let (SessionState::Finished, Some(outcome)) = (session.state, session.outcome) else {
-            continue;
-        };
-        let finished = session.finished_at.unwrap_or(session.started_at);
-        let own = session.candidate == candidate.id;
-        let (until, message) = match policy.cooldown(outcome, session.agent_ran) {
-            Cooldown::Candidate(duration) if own => (
-                finished + duration,
-                format!(
-                    "`{outcome}` of run {} finished {} and earns {}",
-                    session.parent_run,
-                    rfc3339(finished),
-                    days(duration)
-                ),
-            ),
-            Cooldown::Family(duration) if own || session.family == candidate.family => (
-                finished + duration,
-                format!(
-                    "`{outcome}` of candidate {} finished {} and holds the whole family for {}",
-                    session.candidate,
-                    rfc3339(finished),
-                    days(duration)
-                ),
-            ),
-            _ => continue,
-        };
-        if until > now && longest.as_ref().is_none_or(|(known, _)| until > *known) {
-            longest = Some((until, message));
-        }
-    }
-    longest.map(|(until, message)| Obstacle {
+    let longest = running_cooldowns(ledger, policy, now)
+        .into_iter()
+        .filter(|cooldown| cooldown.holds(&candidate.id, &candidate.family))
+        .fold(
+            None::<RunningCooldown<'_>>,
+            |longest, cooldown| match longest {
+                Some(known) if known.until >= cooldown.until => Some(known),
+                _ => Some(cooldown),
+            },
+        )?;
+    let session = longest.session;
+    let message = match longest.scope {
+        CooldownScope::Candidate => format!(
+            "`{}` of run {} finished {} and earns {}",
+            longest.outcome,
+            session.parent_run,
+            rfc3339(longest.finished_at),
+            days(longest.duration)
+        ),
+        CooldownScope::Family => format!(
+            "`{}` of candidate {} finished {} and holds the whole family for {}",
+            longest.outcome,
+            session.candidate,
+            rfc3339(longest.finished_at),
+            days(longest.duration)
+        ),
+    };
+    Some(Obstacle {
         decision: Decision::CoolingDown,
         reason: Reason::new(
             Decision::CoolingDown,
-            format!("{message}: cooling down until {}", rfc3339(until)),
+            format!("{message}: cooling down until {}", rfc3339(longest.until)),
         ),
-        until: Some(until),
+        until: Some(longest.until),
     })
 }
 

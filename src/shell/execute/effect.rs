@@ -38,6 +38,16 @@ pub enum Effect {
     Deleted,
     /// The ref did not exist any more.
     AlreadyGone,
+    /// The dashboard issue was created (`number` unknown in a dry run).
+    DashboardCreated {
+        number: Option<u64>,
+    },
+    /// The dashboard's body was rewritten (and the issue reopened).
+    DashboardRewritten {
+        reopened: bool,
+    },
+    /// The dashboard's body changed after it was read: not rewritten, the next pass reads it.
+    DashboardEditedMeanwhile,
 }
 
 impl fmt::Display for Effect {
@@ -66,6 +76,17 @@ impl fmt::Display for Effect {
             Effect::Dispatched => "dispatched",
             Effect::Deleted => "deleted",
             Effect::AlreadyGone => "already gone",
+            Effect::DashboardCreated {
+                number: Some(number),
+            } => {
+                return write!(formatter, "created #{number}");
+            }
+            Effect::DashboardCreated { number: None } => "created",
+            Effect::DashboardRewritten { reopened: true } => "reopened and rewritten",
+            Effect::DashboardRewritten { reopened: false } => "rewritten",
+            Effect::DashboardEditedMeanwhile => {
+                "not rewritten: the issue was edited after it was read; the next pass reads it again"
+            }
         };
         formatter.write_str(text)
     }

@@ -562,6 +562,26 @@ impl Executor<'_> {
             Action::DeleteBranch { .. } | Action::DeleteLockRef { .. } => {
                 unreachable!("ref deletions are sent in batches by refs::RefDeleter")
             }
+            Action::WriteDashboard {
+                issue,
+                title,
+                label,
+                body,
+                reopen,
+                expected_body,
+            } => match issue {
+                None => self
+                    .bot()
+                    .create_issue(title, body, std::slice::from_ref(label))
+                    .await
+                    .map(|written| Effect::DashboardCreated {
+                        number: written.issue().map(|issue| issue.number),
+                    }),
+                Some(number) => {
+                    self.rewrite_dashboard(*number, body, *reopen, expected_body.as_deref())
+                        .await
+                }
+            },
         }
     }
 
@@ -584,6 +604,28 @@ impl Executor<'_> {
                 removed.map(|()| Effect::LabelRemoved)
             }
         }
+    }
+
+    /// Rewrites klaud's dashboard only while GitHub still holds the body the pass read, so a
+    /// tick made since is never overwritten (the next pass reads it).
+    async fn rewrite_dashboard(
+        &self,
+        number: u64,
+        body: &str,
+        reopen: bool,
+        expected_body: Option<&str>,
+    ) -> Result<Effect, GitHubError> {
+        if let Some(expected) = expected_body {
+            let fresh = self.bot().standalone_issue(number).await?;
+            let fresh_body = fresh.as_ref().map(|issue| issue.body.as_str());
+            if fresh_body != Some(expected) {
+                return Ok(Effect::DashboardEditedMeanwhile);
+            }
+        }
+        self.bot()
+            .update_issue(number, body, reopen)
+            .await
+            .map(|_| Effect::DashboardRewritten { reopened: reopen })
     }
 
     /// Closes a pull request; a dry run remembers it closed it (GitHub still shows it open).

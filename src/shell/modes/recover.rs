@@ -22,11 +22,14 @@ use crate::core::plan::Action;
 use crate::core::policy::Policy;
 use crate::core::recover::ledger_plan::WriteSettings;
 use crate::core::recover::{RecoveryContext, RecoveryPlan, Verdict, recover};
+use crate::core::status::{StatusFacts, status_report};
 use crate::shell::cli::RecoverArgs;
+use crate::shell::dashboard::{DashboardReport, klaud_pull_requests, write_dashboard};
 use crate::shell::error::StepError;
 use crate::shell::execute::{ActionResult, Effect, RefDeletionPath};
 use crate::shell::gather::gather_recovery_facts;
 use crate::shell::github::{GitHubConnection, RequestReport, connect};
+use crate::shell::modes::status::repository_url;
 use crate::shell::outputs::{Reporter, markdown_table};
 use apply::{ApplyReport, ApplySettings, apply_plan};
 
@@ -64,6 +67,8 @@ pub struct PassSettings {
     pub own_run: u64,
     pub now: DateTime<Utc>,
     pub inspections: usize,
+    /// `<server>/<owner>/<name>` when the pass keeps the dashboard (`--dashboard`).
+    pub dashboard_url: Option<String>,
 }
 
 /// What one pass decided and did.
@@ -72,6 +77,9 @@ pub struct PassSettings {
 pub struct PassReport {
     pub plan: RecoveryPlan,
     pub applied: ApplyReport,
+    /// What became of the dashboard, when the pass keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<DashboardReport>,
     pub requests: RequestReport,
     /// In a dry run, every write the pass would have sent (method, path, body), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -131,10 +139,20 @@ pub async fn run_pass(
         now: settings.now,
         inspections: settings.inspections,
     };
-    let gathered = gather_recovery_facts(&connection.client, &store, policy, &context)
-        .await
-        .map_err(|error| format!("the ledger could not be read: {error}"))?;
-    let plan = recover(&gathered.snapshot, policy, &context);
+    let gathered = gather_recovery_facts(
+        &connection.client,
+        &store,
+        policy,
+        &context,
+        settings.dashboard_url.is_some(),
+    )
+    .await
+    .map_err(|error| format!("the ledger could not be read: {error}"))?;
+    let mut plan = recover(&gathered.snapshot, policy, &context);
+    let mut dashboard_read = gathered.dashboard;
+    if let Some(read) = &dashboard_read {
+        plan.ledger.steering = read.changes();
+    }
     let apply_settings = ApplySettings {
         write: WriteSettings {
             own_run: settings.own_run,
@@ -144,14 +162,38 @@ pub async fn run_pass(
         },
         bot: policy.bot.clone(),
     };
+    let open_pull_requests = klaud_pull_requests(&gathered.snapshot.open_pull_requests, policy);
     let applied = apply_plan(&plan, connection, &store, gathered.loaded, &apply_settings)
         .await
         .map_err(|error| {
             format!("the ledger could not be written, nothing was changed: {error}")
         })?;
+    let dashboard = match (&mut dashboard_read, &settings.dashboard_url) {
+        (Some(read), Some(url)) => {
+            if !applied.steering_applied {
+                read.not_acted_on("this pass did not hold the recovery lease");
+            }
+            let ledger = &applied.final_ledger;
+            let report = status_report(
+                StatusFacts {
+                    ledger,
+                    ledger_found: true,
+                    pull_requests: &open_pull_requests,
+                    repository: connection.client.repository(),
+                },
+                policy,
+                settings.now,
+            );
+            Some(
+                write_dashboard(connection, policy, read, ledger, &report, url, settings.now).await,
+            )
+        }
+        _ => None,
+    };
     Ok(PassReport {
         plan,
         applied,
+        dashboard,
         requests: connection.report(),
         dry_run_writes: connection.recorded_writes(),
     })
@@ -176,6 +218,9 @@ pub async fn run(context: &StepContext, arguments: &RecoverArgs) -> Result<(), S
         own_run,
         now: Utc::now(),
         inspections: INSPECTIONS_PER_PASS,
+        dashboard_url: arguments
+            .dashboard
+            .then(|| repository_url(context, connection.client.repository())),
     };
     reporter.info(&format!(
         "recover for {} as run {own_run}{}",
@@ -191,6 +236,12 @@ pub async fn run(context: &StepContext, arguments: &RecoverArgs) -> Result<(), S
         .map_err(StepError::failed)?;
     print_plan(reporter, &report.plan);
     print_results(reporter, &report.applied);
+    if let Some(dashboard) = &report.dashboard {
+        for tick in &dashboard.ticks {
+            reporter.info(&format!("dashboard: {tick}"));
+        }
+        reporter.info(&format!("recover: {}", dashboard.describe()));
+    }
     for skipped in &report.plan.skipped {
         reporter.warning(skipped);
     }

@@ -18,9 +18,31 @@ use crate::core::prepare_review::{ListedPullRequest, klaud_candidate_of};
 use crate::core::snapshot::Listed;
 use crate::core::status::{KlaudPullRequest, StatusFacts, StatusReport, status_report};
 use crate::shell::cli::StatusArgs;
+use crate::shell::dashboard::{DashboardReport, TickReading, read_dashboard, write_dashboard};
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
 use crate::shell::outputs::markdown_table;
+
+/// `status.json`: the report, and what became of the dashboard when it was kept.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct StatusFile<'a> {
+    #[serde(flatten)]
+    report: &'a StatusReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dashboard: Option<&'a DashboardReport>,
+}
+
+/// `<server>/<owner>/<name>`, for links in the dashboard.
+pub fn repository_url(context: &StepContext, repository: &str) -> String {
+    let server = context
+        .environment
+        .github_server_url
+        .as_deref()
+        .unwrap_or("https://github.com")
+        .trim_end_matches('/');
+    format!("{server}/{repository}")
+}
 
 /// The step outputs of `status`.
 #[derive(Debug, Serialize)]
@@ -85,8 +107,33 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
         pull_requests: &pull_requests,
         repository: client.repository(),
     };
-    let report = status_report(facts, policy, Utc::now());
-    let path = write_json_file(&context.directory, "status.json", &report)?;
+    let now = Utc::now();
+    let report = status_report(facts, policy, now);
+    let dashboard = if arguments.dashboard {
+        let read = read_dashboard(client, policy, &loaded.ledger, TickReading::Keep).await;
+        let written = write_dashboard(
+            &connection,
+            policy,
+            &read,
+            &loaded.ledger,
+            &report,
+            &repository_url(context, client.repository()),
+            now,
+        )
+        .await;
+        reporter.info(&format!("status: {}", written.describe()));
+        Some(written)
+    } else {
+        None
+    };
+    let path = write_json_file(
+        &context.directory,
+        "status.json",
+        &StatusFile {
+            report: &report,
+            dashboard: dashboard.as_ref(),
+        },
+    )?;
     reporter.info(&format!(
         "status: {} live and {} parked session(s) of a cap of {}; wrote {}",
         report.live_sessions,
@@ -102,11 +149,14 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
     reporter
         .write_outputs(&outputs)
         .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
-    let rendering = if context.environment.in_github_actions {
+    let mut rendering = if context.environment.in_github_actions {
         markdown(&report, &requests)
     } else {
         terminal_text(&report)
     };
+    if let Some(dashboard) = &dashboard {
+        rendering.push_str(&format!("\n{}\n", dashboard.describe()));
+    }
     reporter
         .write_summary(&rendering)
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;

@@ -13,6 +13,7 @@
 use serde::Serialize;
 
 use crate::adapters::ledger_store::{LedgerDecision, LedgerError, LedgerStore, LoadedLedger};
+use crate::core::ledger::{Ledger, PassRecord};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation};
 use crate::core::recover::RecoveryPlan;
 use crate::core::recover::ledger_plan::{
@@ -55,6 +56,11 @@ pub struct ApplyReport {
     pub ref_deletions: RefDeletionPath,
     /// The last ledger write failed (the lease stays until this run is seen finished).
     pub final_write_error: Option<String>,
+    /// The dashboard's requests went into the first ledger write.
+    pub steering_applied: bool,
+    /// The ledger as the pass left it (what the dashboard is rendered from).
+    #[serde(skip)]
+    pub final_ledger: Ledger,
 }
 
 /// Applies `plan`; an error means the first ledger write failed and nothing was changed.
@@ -95,6 +101,7 @@ pub async fn apply_plan(
         report.ledger_writes.push(said(message));
     }
     note_grants(&mut report, &grants);
+    report.final_ledger = first.ledger.clone();
 
     let clearances: Vec<Clearance> = plan
         .groups
@@ -154,13 +161,22 @@ pub async fn apply_plan(
     };
     if grants.lease_held || !failed_resumes.is_empty() {
         let own_run = settings.write.own_run;
+        let pass = grants
+            .lease_held
+            .then(|| pass_record(&report, connection, &settings.write));
         let start = LoadedLedger {
             ledger: first.ledger.clone(),
             blob_sha: first.blob_sha.clone(),
         };
         let last = store
             .update_starting_from(Some(start), |ledger| {
-                match decide_second_write(ledger, own_run, &releases, &failed_resumes) {
+                match decide_second_write(
+                    ledger,
+                    own_run,
+                    &releases,
+                    &failed_resumes,
+                    pass.as_ref(),
+                ) {
                     (Some(next), message) => LedgerDecision::Write {
                         ledger: next,
                         message: message.clone(),
@@ -172,6 +188,7 @@ pub async fn apply_plan(
             .await;
         match last {
             Ok(update) => {
+                report.final_ledger = update.ledger.clone();
                 if update.wrote {
                     report.ledger_writes.push(said(update.result));
                 }
@@ -204,6 +221,41 @@ pub async fn apply_plan(
     Ok(report)
 }
 
+/// The pass as the ledger remembers it for the dashboard: what it changed and the requests it
+/// sent up to its last ledger write.
+fn pass_record(
+    report: &ApplyReport,
+    connection: &GitHubConnection,
+    write: &WriteSettings,
+) -> PassRecord {
+    let counts = connection.client.request_counts();
+    let done = report
+        .groups
+        .iter()
+        .flat_map(|group| &group.actions)
+        .filter(|record| record.result.is_done())
+        .count();
+    let mut said = vec![format!("{done} changes on GitHub")];
+    if !report.recorded.is_empty() {
+        said.push(format!("{} outcomes recorded", report.recorded.len()));
+    }
+    if !report.resumed.is_empty() {
+        said.push(format!("{} resumed", report.resumed.len()));
+    }
+    if report.steering_applied {
+        said.push("the dashboard's requests applied".to_string());
+    }
+    PassRecord {
+        mode: "recover".to_string(),
+        run: write.own_run,
+        at: write.now,
+        reads: counts.reads,
+        // The last ledger write itself.
+        writes: counts.writes + 1,
+        summary: said.join(", "),
+    }
+}
+
 fn note_grants(report: &mut ApplyReport, grants: &PassGrants) {
     report.lease_held = grants.lease_held;
     report.recorded = grants.recorded.iter().cloned().collect();
@@ -214,6 +266,7 @@ fn note_grants(report: &mut ApplyReport, grants: &PassGrants) {
         .map(|resume| resume.candidate.clone())
         .collect();
     report.refused_resumes = grants.refused_resumes.clone();
+    report.steering_applied = grants.steering_applied;
 }
 
 /// Why a group is not applied.

@@ -1,0 +1,443 @@
+//! The dashboard issue (contract §10) against the fake GitHub: `status --dashboard` creates one
+//! issue and then writes nothing while nothing changes; each checkbox end to end (*retry now* →
+//! the next `select` picks the candidate, *resume now* → the next `recover` resumes it first,
+//! *release hold* → the family is selectable, *pause* → `select` starts nothing and `recover`
+//! resumes nothing until it is unticked); a tick by a read-only account and one by a write
+//! account on the same body (only the second acts, the first is named); a tick read twice acts
+//! once; an issue someone else wrote is never edited; the body read by a real CommonMark/GFM
+//! parser, and its snapshot for the standard scenario.
+
+#![allow(clippy::disallowed_methods)] // tests read the environment and start processes
+
+#[path = "../benches/support/mod.rs"]
+mod bench_support;
+#[path = "dashboard_support/mod.rs"]
+mod dashboard_support;
+#[path = "fake_github/mod.rs"]
+mod fake_github;
+#[path = "recover_support/mod.rs"]
+mod recover_support;
+
+use chrono::{TimeZone, Utc};
+use fake_github::{
+    FakeGitHubHandle, FaultConfig, FaultRule, IssueSpec, MAINTAINER_ANN, Person, READER_ROB,
+    Timestamp,
+};
+use klaud::core::dashboard::checkbox::{BoxKey, read_boxes};
+use klaud::core::dashboard::render::{DashboardView, render};
+use klaud::core::ledger::SessionState;
+use klaud::core::outcome::Outcome;
+use klaud::core::policy::Policy;
+use klaud::core::snapshot::Listed;
+use klaud::core::status::{StatusFacts, status_report};
+use klaud::core::steering::Request;
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use recover_support::*;
+use serde_json::Value;
+
+const LABEL: &str = "klaud-dashboard";
+
+/// A world where the people can reach the repository.
+fn world() -> World {
+    let mut world = World::new();
+    for person in [MAINTAINER_ANN, READER_ROB] {
+        world.state.add_token(person.token, person.login);
+        if let Some(role) = person.role {
+            world.state.set_role(person.login, role);
+        }
+    }
+    world
+}
+
+/// A finished session of `candidate` that ended with `outcome` `hours` ago.
+fn finished(world: &mut World, candidate: &str, outcome: Outcome, hours: i64) {
+    let parent = world.finished_planner(hours + 1, &[candidate]);
+    world.session(candidate, SessionState::Finished, parent, None);
+    let finished_at = time(world.ago(hours * 3600));
+    let session = world.ledger.sessions.last_mut().unwrap();
+    session.outcome = Some(outcome);
+    session.finished_at = Some(finished_at);
+}
+
+/// A parked session of `candidate` with its open bot draft, started `hours` ago.
+fn parked(world: &mut World, candidate: &str, hours: i64) -> u64 {
+    let parent = world.finished_planner(hours, &[candidate]);
+    world.session(candidate, SessionState::Parked, parent, None);
+    world.claim(candidate, parent);
+    let commits = vec![world.bot_commit(candidate, hours)];
+    let number = world.bot_pull(candidate, true, commits, &["klaud-parked"]);
+    let started_at = time(world.ago(hours * 3600));
+    let session = world.ledger.sessions.last_mut().unwrap();
+    session.pull_request = Some(number);
+    session.started_at = started_at;
+    number
+}
+
+fn time(timestamp: Timestamp) -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(timestamp.0, 0).single().unwrap()
+}
+
+/// `klaud <mode> --dashboard` (or without for select) for `pass`, expecting exit 0.
+fn step(server: &FakeGitHubHandle, pass: &Pass, mode: &str, arguments: &[&str]) -> String {
+    let mut command = assert_cmd::Command::from_std(pass.mode_command(server, mode));
+    command
+        .args(arguments)
+        .timeout(std::time::Duration::from_secs(120));
+    let assert = command.assert();
+    let output = assert.get_output();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    log
+}
+
+fn status(server: &FakeGitHubHandle, run: u64) -> Pass {
+    let pass = Pass::new(run);
+    step(server, &pass, "status", &["--dashboard"]);
+    pass
+}
+
+fn recover(server: &FakeGitHubHandle, run: u64) -> Pass {
+    let pass = Pass::new(run);
+    step(server, &pass, "recover", &["--dashboard"]);
+    pass
+}
+
+/// `select` over `candidates` (id, family); returns the selected ids.
+fn select(server: &FakeGitHubHandle, run: u64, candidates: &[(&str, &str)]) -> (Pass, Vec<String>) {
+    let pass = Pass::new(run);
+    let list: Vec<Value> = candidates
+        .iter()
+        .map(|(id, family)| serde_json::json!({"id": id, "family": family}))
+        .collect();
+    let file = pass.path("candidates.json");
+    std::fs::write(&file, Value::Array(list).to_string()).unwrap();
+    step(
+        server,
+        &pass,
+        "select",
+        &["--candidates", file.to_str().unwrap()],
+    );
+    let selected = pass.ids("candidates");
+    (pass, selected)
+}
+
+/// klaud's dashboard issue: (number, body).
+fn dashboard(server: &FakeGitHubHandle) -> (u64, String) {
+    dashboard_support::dashboard(server, BOT, LABEL)
+}
+
+/// `person` flips the dashboard's box whose marker contains `marker`.
+fn toggle(server: &FakeGitHubHandle, person: Person, marker: &str) {
+    let (number, _) = dashboard(server);
+    dashboard_support::toggle(server, person, number, marker);
+}
+
+fn writes(server: &FakeGitHubHandle) -> Vec<String> {
+    server
+        .request_log()
+        .iter()
+        .filter(|request| request.is_write())
+        .map(|request| format!("{} {}", request.method, request.path))
+        .collect()
+}
+
+fn requests(pass: &Pass) -> (u64, u64) {
+    let requests: Value = serde_json::from_str(&pass.outputs()["requests"]).unwrap();
+    (
+        requests["reads"].as_u64().unwrap(),
+        requests["writes"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn status_creates_one_dashboard_and_writes_nothing_while_nothing_changes() {
+    let mut world = world();
+    parked(&mut world, "p", 3);
+    finished(&mut world, "c", Outcome::Failed, 2);
+    let server = world.start();
+
+    let first = status(&server, 9_001);
+    let (number, body) = dashboard(&server);
+    let (reads, written) = requests(&first);
+    assert!(reads <= 6, "{reads} reads");
+    assert_eq!(written, 1, "{:?}", writes(&server));
+    assert_eq!(
+        server.with_state(|state| state.issues[&number].title.clone()),
+        "klaud dashboard"
+    );
+    let boxes = read_boxes(&body);
+    assert!(boxes.contains_key(&BoxKey::ResumeNow("p".into())), "{body}");
+    assert!(boxes.contains_key(&BoxKey::RetryNow("c".into())), "{body}");
+    assert!(boxes.contains_key(&BoxKey::Pause));
+
+    let before = writes(&server).len();
+    let second = status(&server, 9_002);
+    assert_eq!(requests(&second).1, 0);
+    assert_eq!(
+        writes(&server).len(),
+        before,
+        "nothing new, nothing written"
+    );
+    let (reads, _) = requests(&second);
+    assert!(reads <= 6, "{reads} reads");
+}
+
+#[test]
+fn a_readers_tick_is_ignored_and_named_and_a_writers_retry_now_is_picked_by_the_next_select() {
+    let mut world = world();
+    finished(&mut world, "c", Outcome::Failed, 2);
+    finished(&mut world, "d", Outcome::Failed, 2);
+    let server = world.start();
+    status(&server, 9_001);
+
+    toggle(&server, READER_ROB, "klaud:retry-now:d");
+    toggle(&server, MAINTAINER_ANN, "klaud:retry-now:c");
+    let pass = recover(&server, 9_002);
+    let (reads, written) = requests(&pass);
+    eprintln!("recover acting on two accounts' ticks: {reads} reads, {written} writes");
+
+    let ledger = stored_ledger(&server);
+    let audit: Vec<(Request, String)> = ledger
+        .steering
+        .audit
+        .iter()
+        .map(|entry| (entry.request.clone(), entry.by.clone()))
+        .collect();
+    assert_eq!(
+        audit,
+        [(Request::RetryNow("c".into()), "maintainer-ann".to_string())]
+    );
+    assert_eq!(ledger.steering.ignored[0].by, "reader-rob");
+    let (_, body) = dashboard(&server);
+    assert!(read_boxes(&body).values().all(|b| !b.changed()), "{body}");
+    assert!(body.contains("`reader-rob`"), "{body}");
+    assert!(
+        !body.contains("klaud:retry-now:c"),
+        "c's cooldown ended:\n{body}"
+    );
+
+    let (selection, selected) = select(&server, 9_003, &[("c", "c"), ("d", "d")]);
+    assert_eq!(selected, ["c"], "{}", selection.summary());
+}
+
+#[test]
+fn resume_now_puts_a_parked_session_first_in_line() {
+    let mut world = world();
+    // Room for one resume: four live sessions of a cap of five.
+    for candidate in ["l1", "l2", "l3", "l4"] {
+        let parent = world.running_planner(&[candidate]);
+        world.session(candidate, SessionState::Live, parent, None);
+        world.claim(candidate, parent);
+        world.bot_draft(candidate);
+    }
+    parked(&mut world, "older", 6);
+    parked(&mut world, "newer", 2);
+    let server = world.start();
+    status(&server, 9_001);
+
+    toggle(&server, MAINTAINER_ANN, "klaud:resume-now:newer");
+    let pass = recover(&server, 9_002);
+    assert_eq!(pass.ids("resumed"), ["newer"], "{}", pass.summary());
+    let dispatched = server.with_state(|state| state.dispatches.len());
+    assert_eq!(dispatched, 1);
+}
+
+#[test]
+fn release_hold_makes_the_family_selectable() {
+    let mut world = world();
+    finished(&mut world, "m", Outcome::ClosedByMaintainer, 3);
+    let server = world.start();
+    status(&server, 9_001);
+    let family = family("m");
+    let (_, held) = select(&server, 9_002, &[("n", &family)]);
+    assert!(held.is_empty());
+
+    toggle(&server, MAINTAINER_ANN, "klaud:release-hold:");
+    recover(&server, 9_003);
+    let (_, selected) = select(&server, 9_004, &[("n", &family)]);
+    assert_eq!(selected, ["n"]);
+}
+
+#[test]
+fn pause_holds_select_and_the_resumes_until_it_is_unticked() {
+    let mut world = world();
+    parked(&mut world, "p", 3);
+    let server = world.start();
+    status(&server, 9_001);
+
+    toggle(&server, MAINTAINER_ANN, "klaud:pause:off");
+    let paused = recover(&server, 9_002);
+    assert_eq!(paused.ids("resumed"), Vec::<String>::new());
+    assert!(
+        paused
+            .record()
+            .to_string()
+            .contains("paused: nothing is resumed"),
+        "{}",
+        paused.record()
+    );
+    let (selection, selected) = select(&server, 9_003, &[("x", "fx")]);
+    assert!(selected.is_empty());
+    let record = std::fs::read_to_string(selection.path("out/selection.json")).unwrap();
+    assert!(record.contains("\"paused\""), "{record}");
+    let (_, body) = dashboard(&server);
+    assert!(body.contains("- [x] pause"), "{body}");
+
+    // A second pass over the same tick acts on nothing more.
+    recover(&server, 9_004);
+    assert_eq!(stored_ledger(&server).steering.audit.len(), 1);
+
+    toggle(&server, MAINTAINER_ANN, "klaud:pause:on");
+    let going_on = recover(&server, 9_005);
+    assert_eq!(going_on.ids("resumed"), ["p"]);
+    assert!(!stored_ledger(&server).steering.is_paused());
+}
+
+#[test]
+fn a_tick_whose_rewrite_failed_acts_once_when_read_again() {
+    let mut world = world();
+    finished(&mut world, "c", Outcome::Failed, 2);
+    let server = world.start();
+    status(&server, 9_001);
+    let (number, _) = dashboard(&server);
+    toggle(&server, MAINTAINER_ANN, "klaud:retry-now:c");
+    server.set_faults(FaultConfig::rules(vec![
+        FaultRule::nth(
+            "PATCH",
+            &format!("/repos/acme/bench/issues/{number}"),
+            1,
+            500,
+        )
+        .times(10),
+    ]));
+    recover(&server, 9_002);
+    server.set_faults(FaultConfig::default());
+    let (_, body) = dashboard(&server);
+    assert!(
+        body.contains("- [x] retry"),
+        "the tick is still there:\n{body}"
+    );
+
+    recover(&server, 9_003);
+    let ledger = stored_ledger(&server);
+    assert_eq!(
+        ledger.steering.audit.len(),
+        1,
+        "{:?}",
+        ledger.steering.audit
+    );
+    let (_, body) = dashboard(&server);
+    assert!(read_boxes(&body).values().all(|b| !b.changed()), "{body}");
+}
+
+#[test]
+fn an_issue_someone_else_wrote_with_the_label_is_never_edited() {
+    let mut world = world();
+    let foreign = world.state.add_issue(IssueSpec {
+        title: "klaud dashboard".into(),
+        body: Some("- [x] pause <!-- klaud:pause:off -->\n".into()),
+        author: MAINTAINER_ANN.login.into(),
+        labels: vec![LABEL.into()],
+        created_at: None,
+    });
+    let server = world.start();
+    let pass = recover(&server, 9_001);
+    assert!(!stored_ledger(&server).steering.is_paused());
+    status(&server, 9_002);
+    let untouched = server.with_state(|state| state.issues[&foreign].body.clone());
+    assert_eq!(
+        untouched.as_deref(),
+        Some("- [x] pause <!-- klaud:pause:off -->\n")
+    );
+    assert!(
+        writes(&server)
+            .iter()
+            .all(|write| !write.ends_with(&format!("/issues/{foreign}"))),
+        "{:?} {}",
+        writes(&server),
+        pass.summary()
+    );
+    let (_, body) = dashboard(&server);
+    assert!(body.contains(&format!("Issue #{foreign}")), "{body}");
+}
+
+/// The body of the standard scenario's dashboard, as GitHub renders it: every box a task-list
+/// item, every table row as wide as its header; and the snapshot committed beside the tests.
+#[test]
+fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snapshot() {
+    let now = Timestamp(1_764_590_400); // 2025-12-01T12:00:00Z
+    let generated = fake_github::scenario::generate(7, now);
+    let ledger = bench_support::ledger_of(&generated.sessions);
+    let policy = Policy {
+        bot: BOT.into(),
+        ..klaud::shell::config::Config::default().policy(5, 1.0)
+    };
+    let pulls = Listed::complete(Vec::new());
+    let report = status_report(
+        StatusFacts {
+            ledger: &ledger,
+            ledger_found: true,
+            pull_requests: &pulls,
+            repository: "acme/bench",
+        },
+        &policy,
+        time(now),
+    );
+    let body = render(&DashboardView {
+        report: &report,
+        ledger: &ledger,
+        repository_url: "https://github.com/acme/bench",
+        ticks: &[],
+        others: &[],
+    });
+    check_markdown(&body);
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dashboard/standard-scenario.md");
+    if std::env::var_os("KLAUD_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(snapshot.parent().unwrap()).unwrap();
+        std::fs::write(&snapshot, &body).unwrap();
+    }
+    let expected = std::fs::read_to_string(&snapshot)
+        .expect("the snapshot (KLAUD_UPDATE_SNAPSHOTS=1 writes it)");
+    assert_eq!(
+        body, expected,
+        "the rendering changed: review it and update the snapshot"
+    );
+}
+
+/// Parses `body` as GitHub-flavoured Markdown: every klaud box is a task-list item, and every
+/// table row has as many cells as its header.
+fn check_markdown(body: &str) {
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_TASKLISTS);
+    let mut task_items = 0;
+    let mut header_cells = 0;
+    let mut row_cells = 0;
+    let mut in_head = false;
+    let mut tables = 0;
+    for event in Parser::new_ext(body, options) {
+        match event {
+            Event::TaskListMarker(_) => task_items += 1,
+            Event::Start(Tag::Table(alignments)) => {
+                tables += 1;
+                header_cells = alignments.len();
+            }
+            Event::Start(Tag::TableHead) => in_head = true,
+            Event::End(TagEnd::TableHead) => in_head = false,
+            Event::Start(Tag::TableRow) => row_cells = 0,
+            Event::Start(Tag::TableCell) if !in_head => row_cells += 1,
+            Event::End(TagEnd::TableRow) => {
+                assert_eq!(row_cells, header_cells, "a row as wide as its header")
+            }
+            _ => {}
+        }
+    }
+    let boxes = read_boxes(body).len();
+    assert_eq!(task_items, boxes, "every box is a task-list item:\n{body}");
+    assert!(tables >= 2, "{body}");
+}
