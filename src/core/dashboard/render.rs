@@ -263,9 +263,9 @@ fn cooldowns_section(view: &DashboardView<'_>) -> Section {
 }
 
 fn selection_section(view: &DashboardView<'_>) -> Section {
-    let mut section = Section::new("Last selection");
+    let mut section = Section::new("Last selection that claimed");
     let Some(selection) = &view.ledger.last_selection else {
-        section.empty = Some("No selection recorded yet.".to_string());
+        section.empty = Some("No selection has claimed a candidate yet.".to_string());
         return section;
     };
     section.intro.push(format!(

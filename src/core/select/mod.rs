@@ -323,8 +323,10 @@ pub fn plan_claims(
             ));
         }
     }
-    remember_selection(&mut next, &plan, run, now);
-    let ledger = (next != *snapshot.ledger).then_some(next);
+    let ledger = (next != *snapshot.ledger).then(|| {
+        remember_selection(&mut next, &plan, run, now);
+        next
+    });
     ClaimDecision { plan, ledger }
 }
 

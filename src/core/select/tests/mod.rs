@@ -162,36 +162,6 @@ impl World {
         )
     }
 
-    /// Asserts that `plan_claims` claims nothing: the ledger it writes differs from this one
-    /// only in the last selection it records (every candidate held back, none started), and a
-    /// second reading over that ledger writes nothing.
-    fn claims_nothing(&self) {
-        let decision = self.claims(&[]);
-        let written = decision.ledger.expect("the selection is recorded");
-        let last = written.last_selection.clone().expect("a last selection");
-        assert!(last.selected.is_empty(), "{last:?}");
-        assert_eq!(last.deferred.len(), decision.plan.decisions.len());
-        let mut without = written.clone();
-        without.last_selection = self.ledger.last_selection.clone();
-        assert_eq!(
-            without, self.ledger,
-            "nothing but the last selection changes"
-        );
-        let snapshot = SelectionSnapshot {
-            ledger: &written,
-            github: &self.github,
-        };
-        let again = plan_claims(
-            snapshot,
-            self.inputs(),
-            &self.policy,
-            RUN,
-            now(),
-            &BTreeSet::new(),
-        );
-        assert!(again.ledger.is_none(), "the same selection writes nothing");
-    }
-
     fn snapshot(&self) -> SelectionSnapshot<'_> {
         SelectionSnapshot {
             ledger: &self.ledger,
