@@ -146,10 +146,9 @@ fn link_targets(prose: &str) -> Vec<String> {
     if trimmed.starts_with('[')
         && let Some(close) = trimmed.find("]:")
         && !trimmed[..close].contains("](")
+        && let Some(target) = trimmed[close + 2..].split_whitespace().next()
     {
-        if let Some(target) = trimmed[close + 2..].split_whitespace().next() {
-            targets.push(target.trim_matches(['<', '>']).to_string());
-        }
+        targets.push(target.trim_matches(['<', '>']).to_string());
     }
     for attribute in ["href=\"", "src=\""] {
         let mut rest = prose;
@@ -432,5 +431,21 @@ fn a_broken_link_or_anchor_is_reported() {
     assert_eq!(
         link_targets("see [a](docs/a.md#x \"title\") and ![b](<b c.png>)"),
         vec!["docs/a.md#x".to_string(), "b c.png".to_string()]
+    );
+}
+
+#[test]
+fn the_readme_gives_the_test_command_ci_runs_and_the_demo() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    for command in ["cargo run --example demo", "cargo test --locked"] {
+        assert!(
+            readme.contains(&format!("```sh\n{command}\n```")),
+            "README.md gives `{command}` in a block of its own"
+        );
+    }
+    assert!(
+        ci.lines().any(|line| line == "cargo test --locked"),
+        ".ci/run runs the exact test command README.md gives: `cargo test --locked`"
     );
 }
