@@ -1,5 +1,5 @@
 //! Every class of bad input, per mode, against the fake GitHub: the exit code, the message and
-//! the proof that nothing was written. The rows live in README.md's "Bad input" table; this test
+//! the proof that nothing was written. The rows live in the table of `docs/bad-input.md`; this test
 //! reads that table, runs each row in each mode it names, and fails when a row is missing on
 //! either side, so the documentation and the binary cannot drift apart.
 
@@ -85,7 +85,7 @@ impl Invocation<'_> {
     }
 }
 
-/// What each README row changes in an otherwise valid invocation of its mode.
+/// What each documented row changes in an otherwise valid invocation of its mode.
 type Change = fn(&mut Invocation);
 
 const ROWS: &[(&str, &str, Change)] = &[
@@ -419,7 +419,7 @@ const ROWS: &[(&str, &str, Change)] = &[
     ),
 ];
 
-/// A row of the README's table.
+/// A row of the table in `docs/bad-input.md`.
 #[derive(Debug)]
 struct DocumentedRow {
     modes: String,
@@ -430,18 +430,13 @@ struct DocumentedRow {
 }
 
 fn documented_rows() -> Vec<DocumentedRow> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let section = readme
-        .split("\n## Bad input\n")
-        .nth(1)
-        .expect("README.md has a \"Bad input\" section");
-    let section = section.split("\n## ").next().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bad-input.md");
+    let page_text = std::fs::read_to_string(&path).expect("docs/bad-input.md");
     let header = "| mode | bad input | exit | message | requests |";
-    let table = section
+    let table = page_text
         .split(header)
         .nth(1)
-        .expect("the section's table has the expected columns");
+        .expect("docs/bad-input.md has a table with the expected columns");
     table
         .lines()
         .skip(2) // the rest of the header line and the separator
@@ -690,7 +685,7 @@ fn check(row: &DocumentedRow, change: Change, mode: Option<&str>) {
 }
 
 #[test]
-fn the_readme_table_and_the_tests_rows_are_the_same_rows() {
+fn the_documented_table_and_the_tests_rows_are_the_same_rows() {
     let documented: BTreeSet<(String, String)> = documented_rows()
         .into_iter()
         .map(|row| (row.modes, row.input))
@@ -704,7 +699,7 @@ fn the_readme_table_and_the_tests_rows_are_the_same_rows() {
     let only_tested: Vec<_> = tested.difference(&documented).collect();
     assert!(
         only_documented.is_empty() && only_tested.is_empty(),
-        "rows only in README.md: {only_documented:?}\nrows only in tests/bad_input.rs: {only_tested:?}"
+        "rows only in docs/bad-input.md: {only_documented:?}\nrows only in tests/bad_input.rs: {only_tested:?}"
     );
 }
 

@@ -12,7 +12,7 @@ use crate::core::text::bounded;
 
 /// What happened to one candidate: `selected`, or the public code of the reason it was not
 /// (contract §3a). [`Decision::code`] is the one spelling of each: `selection.json`,
-/// `candidate.json`, the log, the summary and README's table all use it.
+/// `candidate.json`, the log, the summary and the table of `docs/modes/select.md` all use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Decision {
     Selected,

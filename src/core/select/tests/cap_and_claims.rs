@@ -234,12 +234,12 @@ fn counts_cover_every_candidate_exactly_once() {
 }
 
 #[test]
-fn every_decision_code_is_the_one_readme_documents() {
-    let readme = include_str!("../../../../README.md");
+fn every_decision_code_is_the_one_the_select_page_documents() {
+    let page = include_str!("../../../../docs/modes/select.md");
     for decision in Decision::ALL {
         assert!(
-            readme.contains(&format!("`{decision}`")),
-            "README does not name `{decision}`"
+            page.contains(&format!("`{decision}`")),
+            "docs/modes/select.md does not name `{decision}`"
         );
         assert_eq!(
             serde_json::to_value(decision).unwrap(),
