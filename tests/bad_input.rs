@@ -305,6 +305,9 @@ const ROWS: &[(&str, &str, Change)] = &[
         run.set("agent-outcome", "maybe")
     }),
     ("`finish`", "`park: maybe`", |run| run.set("park", "maybe")),
+    ("`status`, `recover`", "`dashboard: maybe`", |run| {
+        run.set("dashboard", "maybe")
+    }),
     ("`finish`", "`cancel-wait: soon`", |run| {
         run.set("cancel-wait", "soon")
     }),
@@ -367,6 +370,11 @@ const ROWS: &[(&str, &str, Change)] = &[
         "every mode",
         "config: `budget: {daily-usd: 0}` (not a positive amount)",
         |run| run.file("klaud.yml", "budget:\n  daily-usd: 0\n"),
+    ),
+    (
+        "every mode",
+        "config: `dashboard: {label: 'a,b'}` (a comma would split the listing's filter)",
+        |run| run.file("klaud.yml", "dashboard:\n  label: 'a,b'\n"),
     ),
     (
         "`verify-baselines`, `select`, `prepare-review`",

@@ -196,6 +196,10 @@ fn a_readers_tick_is_ignored_and_named_and_a_writers_retry_now_is_picked_by_the_
 
     toggle(&server, READER_ROB, "klaud:retry-now:d");
     toggle(&server, MAINTAINER_ANN, "klaud:retry-now:c");
+    // A status pass in between keeps both ticks and writes nothing: it acts on none.
+    let before = writes(&server).len();
+    let waiting = status(&server, 9_0015);
+    assert_eq!(writes(&server).len(), before, "{}", waiting.summary());
     let pass = recover(&server, 9_002);
     let (reads, written) = requests(&pass);
     eprintln!("recover acting on two accounts' ticks: {reads} reads, {written} writes");

@@ -1,8 +1,8 @@
 //! Who changed a box: the issue's edit history (GitHub's `userContentEdits`, each revision's
-//! text and editor) read from klaud's own last revision onwards. A box's change belongs to the
-//! editor of the last revision that brought it to its current state. When the history does not
-//! reach back to klaud's revision, or no revision explains the box, nobody is named and the tick
-//! waits (it is never acted on by guess).
+//! text and editor). A box's change belongs to the editor of the last revision that brought it
+//! to its current state; klaud's rewrites in between keep a waiting tick as it was, so they do
+//! not hide who made it. When the history read does not reach that revision, or no revision
+//! explains the box, nobody is named and the tick waits (it is never acted on by guess).
 
 use chrono::{DateTime, Utc};
 
@@ -37,42 +37,23 @@ pub enum Attribution {
     Unknown(String),
 }
 
-/// The author of each changed box in `changed`, from `history` and klaud's account `bot`.
+/// The author of each changed box in `changed`, from `history` and klaud's account `bot`: the
+/// editor of the last revision that brought the box to its current state. klaud's own
+/// revisions never do (they draw a box as klaud renders it, or keep a tick waiting as it was),
+/// so one that appears to is not taken for a person's.
 pub fn attribute(changed: &[ReadBox], history: &EditHistory, bot: &str) -> Vec<Attribution> {
-    let is_bot = |edit: &Edit| {
-        edit.editor
-            .as_deref()
-            .is_some_and(|editor| editor.eq_ignore_ascii_case(bot))
-    };
-    let Some(own) = history.edits.iter().rposition(is_bot) else {
-        let why = if history.total > history.edits.len() as u64 {
-            format!(
-                "the issue has {} edits and klaud's last one is not among the {} read",
-                history.total,
-                history.edits.len()
-            )
-        } else {
-            "the issue's edit history has no revision of klaud's".to_string()
-        };
-        return changed
-            .iter()
-            .map(|_| Attribution::Unknown(why.clone()))
-            .collect();
-    };
-    let revisions = &history.edits[own..];
     changed
         .iter()
-        .map(|read| attribute_box(&read.key, read.ticked, revisions))
+        .map(|read| attribute_box(&read.key, read.ticked, history, bot))
         .collect()
 }
 
-/// The last revision after the first (klaud's) in which `key` became `ticked`.
-fn attribute_box(key: &BoxKey, ticked: bool, revisions: &[Edit]) -> Attribution {
+fn attribute_box(key: &BoxKey, ticked: bool, history: &EditHistory, bot: &str) -> Attribution {
     let state = |edit: &Edit| -> Option<Option<bool>> {
         let body = edit.body.as_deref()?;
         Some(read_boxes(body).get(key).map(|read| read.ticked))
     };
-    for pair in revisions.windows(2).rev() {
+    for pair in history.edits.windows(2).rev() {
         let (Some(before), Some(after)) = (state(&pair[0]), state(&pair[1])) else {
             return Attribution::Unknown(format!(
                 "a revision of {} has no text in the edit history",
@@ -80,13 +61,30 @@ fn attribute_box(key: &BoxKey, ticked: bool, revisions: &[Edit]) -> Attribution 
             ));
         };
         if after == Some(ticked) && before != Some(ticked) {
+            let by_bot = pair[1]
+                .editor
+                .as_deref()
+                .is_some_and(|editor| editor.eq_ignore_ascii_case(bot));
+            if by_bot {
+                return Attribution::Unknown(
+                    "klaud's own revision made this change, not a person's".to_string(),
+                );
+            }
             return Attribution::By {
                 account: pair[1].editor.clone(),
                 edited_at: pair[1].edited_at,
             };
         }
     }
-    Attribution::Unknown("no revision after klaud's last one made this change".to_string())
+    if history.total > history.edits.len() as u64 {
+        Attribution::Unknown(format!(
+            "the issue has {} edits and the one that made this change is not among the {} read",
+            history.total,
+            history.edits.len()
+        ))
+    } else {
+        Attribution::Unknown("no revision in the issue's edit history made this change".to_string())
+    }
 }
 
 #[cfg(test)]
@@ -167,7 +165,7 @@ mod tests {
     }
 
     #[test]
-    fn only_revisions_after_klauds_last_one_count() {
+    fn a_tick_cleared_by_klaud_and_made_again_belongs_to_the_second_editor() {
         let ann = KLAUD.replace("[ ] retry", "[x] retry");
         let edits = vec![
             edit("Klaud-Cold", "2026-12-01T07:00:00Z", KLAUD),
@@ -186,7 +184,34 @@ mod tests {
     }
 
     #[test]
-    fn a_history_that_does_not_reach_klauds_revision_names_nobody() {
+    fn klauds_rewrite_keeping_a_waiting_tick_does_not_hide_who_made_it() {
+        let ann = KLAUD.replace("[ ] retry", "[x] retry");
+        let kept = format!("{ann}\nrewritten by klaud with the tick kept");
+        let edits = vec![
+            edit("Klaud-Cold", "2026-12-01T07:00:00Z", KLAUD),
+            edit("maintainer-ann", "2026-12-01T08:00:00Z", &ann),
+            edit("Klaud-Cold", "2026-12-01T09:00:00Z", &kept),
+        ];
+        assert_eq!(
+            attribute(&changed_boxes(&kept), &history(edits), "Klaud-Cold"),
+            [Attribution::By {
+                account: Some("maintainer-ann".into()),
+                edited_at: at("2026-12-01T08:00:00Z")
+            }]
+        );
+        // A tick klaud itself appears to make is nobody's.
+        let forged = vec![
+            edit("Klaud-Cold", "2026-12-01T07:00:00Z", KLAUD),
+            edit("Klaud-Cold", "2026-12-01T09:00:00Z", &ann),
+        ];
+        assert!(matches!(
+            &attribute(&changed_boxes(&ann), &history(forged), "Klaud-Cold")[..],
+            [Attribution::Unknown(_)]
+        ));
+    }
+
+    #[test]
+    fn a_history_that_does_not_reach_the_change_names_nobody() {
         let ann = KLAUD.replace("[ ] retry", "[x] retry");
         let mut read = history(vec![edit("maintainer-ann", "2026-12-01T09:00:00Z", &ann)]);
         read.total = 250;

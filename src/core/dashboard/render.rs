@@ -357,26 +357,26 @@ fn requests_section(view: &DashboardView<'_>, placed: &BTreeSet<BoxKey>) -> Sect
             code(author)
         ));
     }
-    let mut rows = Vec::new();
-    for tick in view.ticks {
-        match &tick.verdict {
-            TickVerdict::Waiting { .. } if !placed.contains(&tick.key) => {
-                rows.push(
-                    RenderedBox {
-                        key: tick.key.clone(),
-                        rendered_ticked: !tick.ticked,
-                        shown_ticked: tick.ticked,
-                        label: text(&tick.verdict.describe()),
-                    }
-                    .line(),
-                );
+    // A waiting tick whose box no section draws any more is kept here, so the rewrite does not
+    // lose it; why it waits is in the pass's log and summary, not here, so that passes that see
+    // it differently (`status` acts on no tick) render the same body.
+    let mut rows: Vec<String> = view
+        .ticks
+        .iter()
+        .filter(|tick| tick.verdict.keeps_tick() && !placed.contains(&tick.key))
+        .map(|tick| {
+            RenderedBox {
+                key: tick.key.clone(),
+                rendered_ticked: !tick.ticked,
+                shown_ticked: tick.ticked,
+                label: format!(
+                    "{} — waiting for a recovery pass that can act on it",
+                    text(&tick.key.request(tick.ticked).to_string())
+                ),
             }
-            TickVerdict::Waiting { .. } => {
-                rows.push(format!("- {}", text(&tick.verdict.describe())))
-            }
-            TickVerdict::Ignored(_) | TickVerdict::Accepted(_) | TickVerdict::AlreadyActed(_) => {}
-        }
-    }
+            .line()
+        })
+        .collect();
     let mut ignored: Vec<&IgnoredTick> = ledger.steering.ignored.iter().collect();
     ignored.extend(view.ticks.iter().filter_map(|tick| match &tick.verdict {
         TickVerdict::Ignored(ignored) if !ledger.steering.ignored.contains(ignored) => {
