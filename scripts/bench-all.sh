@@ -55,6 +55,7 @@ cargo bench --locked --no-run
 cargo bench --locked --bench recover | tee "$out/recover.txt"
 cargo bench --locked --bench select | tee "$out/select.txt"
 cargo bench --locked --bench session | tee "$out/session.txt"
+cargo bench --locked --bench dashboard | tee "$out/dashboard.txt"
 cargo bench --locked --bench verify_baselines | tee "$out/verify_baselines.txt"
 
 # recover.txt ends with the standalone figures: the real `klaud recover` as a child process, its
