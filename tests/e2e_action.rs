@@ -154,9 +154,13 @@ fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
     let scratch = Scratch::new(Prebuilt::Matching);
     scratch.move_sources();
     let cache = scratch.home().join("act-cache-server");
-    // A target directory of this scratch only: the first job's build is a whole release build,
-    // as on a fresh runner (the registry's crates are already on this machine).
-    let target_directory = scratch.home().join("cargo-target");
+    // Shared with the other source-build tests, so the release build stays incremental across
+    // runs; KLAUD_E2E_COLD_BUILD gives the first job an empty one, as on a fresh runner.
+    let target_directory = if std::env::var_os("KLAUD_E2E_COLD_BUILD").is_some() {
+        scratch.home().join("cargo-target")
+    } else {
+        manifest_directory().join("target/e2e-source-build")
+    };
     // Each job its own run, as GitHub numbers them: a save key is never written twice.
     let cached = |run_id: u32, label: &str| {
         let run = scratch.run_act(
@@ -212,21 +216,36 @@ fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
 /// Replaces the binary in the newest archive act's cache server holds by the test build of
 /// klaud (built from the sources before they moved on).
 fn poison_newest_entry(cache: &std::path::Path, scratch: &Scratch) {
-    let mut archives: Vec<_> = walk(cache)
+    let mut archives: Vec<_> = walk(&cache.join("cache"))
         .into_iter()
-        .filter(|path| path.is_file() && !path.to_string_lossy().ends_with(".db"))
+        .filter(|path| path.is_file())
         .collect();
     archives.sort_by_key(|path| fs::metadata(path).and_then(|m| m.modified()).ok());
     let archive = archives
         .pop()
         .unwrap_or_else(|| panic!("act's cache server holds no archive in {}", cache.display()));
-    let unpacked = scratch.home().join("poison");
-    fs::create_dir_all(&unpacked).expect("create a directory");
     // gzip from the stand-in, zstd from actions/cache itself when zstd is installed.
     let compression = match fs::read(&archive).expect("read the archive").get(..2) {
         Some([0x1f, 0x8b]) => "--gzip",
         _ => "--zstd",
     };
+    let members = run(std::process::Command::new("tar")
+        .arg(compression)
+        .arg("-tf")
+        .arg(&archive));
+    // The members are relative to the saving job's workspace and may climb out of it (`../`):
+    // unpacked that many directories deep, they stay inside the scratch directory.
+    let depth = members
+        .lines()
+        .map(|member| member.split('/').take_while(|part| *part == "..").count())
+        .max()
+        .unwrap_or(0);
+    let root = scratch.home().join("poison");
+    let mut unpacked = root.clone();
+    for level in 0..depth {
+        unpacked.push(format!("level-{level}"));
+    }
+    fs::create_dir_all(&unpacked).expect("create a directory");
     run(std::process::Command::new("tar")
         .arg(compression)
         .arg("-xf")
@@ -234,15 +253,11 @@ fn poison_newest_entry(cache: &std::path::Path, scratch: &Scratch) {
         .arg("-P")
         .arg("-C")
         .arg(&unpacked));
-    let binary = walk(&unpacked)
+    let binary = walk(&root)
         .into_iter()
         .find(|path| path.file_name() == Some(OsStr::new("klaud")) && path.is_file())
         .expect("the archive holds a klaud binary");
     fs::copy(env!("CARGO_BIN_EXE_klaud"), &binary).expect("replace the cached binary");
-    let members = run(std::process::Command::new("tar")
-        .arg(compression)
-        .arg("-tf")
-        .arg(&archive));
     let mut repack = std::process::Command::new("tar");
     repack
         .arg("--posix")
