@@ -158,12 +158,13 @@ fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
     let scratch = Scratch::new(Prebuilt::Matching);
     scratch.move_sources();
     let cache = scratch.home().join("act-cache-server");
-    // Shared with the other source-build tests, so the release build stays incremental across
-    // runs; KLAUD_E2E_COLD_BUILD gives the first job an empty one, as on a fresh runner.
+    // Kept across runs, so the release build stays incremental, and this test's own: the other
+    // source-build tests run at the same time and build other sources into theirs.
+    // KLAUD_E2E_COLD_BUILD gives the first job an empty one, as on a fresh runner.
     let target_directory = if std::env::var_os("KLAUD_E2E_COLD_BUILD").is_some() {
         scratch.home().join("cargo-target")
     } else {
-        manifest_directory().join("target/e2e-source-build")
+        manifest_directory().join("target/e2e-cache-build")
     };
     // Each job its own run, as GitHub numbers them: a save key is never written twice.
     let cached = |run_id: u32, label: &str| {
