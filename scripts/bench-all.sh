@@ -28,14 +28,18 @@ scripts/build-dist.sh 2>&1 | tee "$out/build-dist.txt"
 
 section "binary sizes"
 cargo build --release --locked --bin klaud
-wc -c dist/x86_64-unknown-linux-gnu/klaud target/release/klaud | tee "$out/sizes.txt"
+wc -c dist/*/klaud target/release/klaud | tee "$out/sizes.txt"
 
 section "cold start with the prebuilt binary: action.yml's resolve step, 21 runs"
-# The resolve step's script, taken from action.yml as it stands: checksum, version and source
-# fingerprint (scripts/source-fingerprint.sh) of the dist/ binary just built from these sources.
+# The resolve step's script, taken from action.yml as it stands (scripts/resolve-binary.sh dist):
+# checksum, version and source fingerprint (scripts/source-fingerprint.sh) of the dist/ binary
+# just built from these sources.
 resolve="$out/resolve.sh"
-sed -n '/^      id: resolve$/,/^    - name: Run klaud$/p' action.yml |
-  sed -n '/^      run: |$/,$p' | sed '1d;$d' | sed 's/^        //' > "$resolve"
+sed -n '/^      id: resolve$/,/^    - name: /p' action.yml | sed -n 's/^      run: //p' > "$resolve"
+[ -s "$resolve" ] || {
+  echo "no one-line run: in action.yml's resolve step" >&2
+  exit 1
+}
 for _ in $(seq 1 21); do
   started=$(date +%s%N)
   GITHUB_ACTION_PATH="$repository/" GITHUB_OUTPUT=/dev/null RUNNER_TEMP="$out/runner-temp" \

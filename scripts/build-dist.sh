@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Rebuilds dist/: the prebuilt klaud binaries action.yml runs, dist/SHA256SUMS and dist/VERSION.
 #
-#   scripts/build-dist.sh [TARGET...]   build TARGETs (default: x86_64-unknown-linux-gnu) into
-#                                       dist/<target>/klaud, then rewrite the index
+#   scripts/build-dist.sh [TARGET...]   build TARGETs (default: both Linux targets,
+#                                       x86_64-unknown-linux-gnu and aarch64-unknown-linux-gnu)
+#                                       into dist/<target>/klaud, then rewrite the index
 #   scripts/build-dist.sh --index-only  only rewrite dist/SHA256SUMS and dist/VERSION from the
 #                                       binaries already in dist/ (the release workflow's last step)
+#
+# KLAUD_DIST_DIR=DIR writes the binaries and the index into DIR instead of dist/ (a scratch build
+# that leaves the committed dist/ alone); KLAUD_DIST_TARGET_DIR is cargo's target directory
+# (default target/dist).
 #
 # Linux targets are built with cargo-zigbuild against glibc 2.17, so the binary runs on every
 # distribution since CentOS 7; macOS targets are built with plain cargo on a macOS host. Builds are
@@ -19,7 +24,9 @@ ZIGLANG_VERSION=0.15.2        # PyPI: zig itself, packaged
 GLIBC_VERSION=2.17
 
 repository="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-dist="$repository/dist"
+dist="${KLAUD_DIST_DIR:-$repository/dist}"
+mkdir -p "$dist"
+dist="$(cd "$dist" && pwd -P)"
 tools="$repository/target/dist-tools"
 target_directory="${KLAUD_DIST_TARGET_DIR:-$repository/target/dist}"
 
@@ -103,8 +110,17 @@ reproducible_environment() {
   unset CARGO_BUILD_TARGET RUSTC_WRAPPER CARGO_BUILD_RUSTC_WRAPPER
 }
 
+# Fails early, saying what to run, when the Rust standard library of TARGET is not installed.
+ensure_rust_target() {
+  local target="$1" sysroot
+  sysroot="$(rustc --print sysroot)"
+  [ -d "$sysroot/lib/rustlib/$target/lib" ] ||
+    die "the Rust standard library for $target is not installed in $sysroot (rustup target add $target)"
+}
+
 build_target() {
   local target="$1" built
+  ensure_rust_target "$target"
   case "$target" in
     x86_64-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       ensure_zigbuild
@@ -150,6 +166,14 @@ write_index() {
       reported="$("$binary" --version)" || die "$relative --version failed"
       reported="${reported%%$'\n'*}"
       [ "$reported" = "klaud $version" ] || die "$relative reports '$reported', not 'klaud $version'"
+    elif [ "$relative" = aarch64-unknown-linux-gnu/klaud ] && command -v qemu-aarch64 > /dev/null &&
+      [ -d /usr/aarch64-linux-gnu ]; then
+      # qemu-user with Debian's libc6-arm64-cross (ld.so and libc for aarch64) runs it here.
+      reported="$(qemu-aarch64 -L /usr/aarch64-linux-gnu "$binary" --version)" ||
+        die "$relative --version under qemu-aarch64 failed"
+      reported="${reported%%$'\n'*}"
+      [ "$reported" = "klaud $version" ] || die "$relative reports '$reported', not 'klaud $version'"
+      log "$relative reports '$reported' under qemu-aarch64"
     else
       log "$relative is for another platform; its version is not checked here"
     fi
@@ -160,7 +184,7 @@ write_index() {
     printf '%s  %s\n' "$(sha256_of "$binary")" "${binary#"$dist/"}"
   done | LC_ALL=C sort -k 2 > "$dist/SHA256SUMS"
   printf '%s\n' "$version" > "$dist/VERSION"
-  log "wrote dist/SHA256SUMS (${#binaries[@]} binaries) and dist/VERSION ($version), source fingerprint $fingerprint"
+  log "wrote $dist/SHA256SUMS (${#binaries[@]} binaries) and $dist/VERSION ($version), source fingerprint $fingerprint"
 }
 
 main() {
@@ -170,7 +194,7 @@ main() {
     return
   fi
   local targets=("$@")
-  [ "${#targets[@]}" -gt 0 ] || targets=(x86_64-unknown-linux-gnu)
+  [ "${#targets[@]}" -gt 0 ] || targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu)
   reproducible_environment
   local target
   for target in "${targets[@]}"; do

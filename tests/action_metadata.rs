@@ -248,7 +248,9 @@ fn every_declared_output_is_one_the_binary_writes() {
         let value = action["outputs"][name.as_str()]["value"]
             .as_str()
             .expect("output value");
-        if value == format!("${{{{ steps.resolve.outputs.{name} }}}}") {
+        // Where the binary came from: the resolve step (dist/) or the build step (cache, source).
+        if value == format!("${{{{ steps.build.outputs.{name} || steps.resolve.outputs.{name} }}}}")
+        {
             continue;
         }
         assert_eq!(value, format!("${{{{ steps.run.outputs.{name} }}}}"));
@@ -297,5 +299,51 @@ fn finish_takes_the_agents_execution_record() {
     assert_eq!(
         step(&action, "run")["env"]["KLAUD_EXECUTION_FILE"].as_str(),
         Some("${{ inputs.execution-file }}")
+    );
+}
+
+#[test]
+fn every_action_the_composite_uses_is_pinned_by_a_full_commit_sha_with_its_version() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/action.yml"))
+        .expect("action.yml is readable");
+    let uses: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("uses: "))
+        .collect();
+    assert!(!uses.is_empty(), "the cache steps use actions/cache");
+    for line in uses {
+        let (reference, comment) = line.split_once(" # ").unwrap_or((line, ""));
+        let (_, commit) = reference.split_once('@').expect("uses: owner/repo@ref");
+        assert!(
+            commit.len() == 40 && commit.bytes().all(|byte| byte.is_ascii_hexdigit()),
+            "{line}: not pinned by a full commit sha"
+        );
+        assert!(
+            comment.starts_with('v'),
+            "{line}: the version the sha is of belongs in a comment"
+        );
+    }
+}
+
+#[test]
+fn the_cache_steps_run_only_when_dist_is_not_used() {
+    let action = action();
+    let steps = steps(&action);
+    let uses: Vec<&Value> = steps
+        .iter()
+        .filter(|step| step["uses"].is_string())
+        .collect();
+    assert_eq!(uses.len(), 2, "a restore and a save step");
+    for step in uses {
+        let condition = step["if"].as_str().expect("a cache step has a condition");
+        assert!(
+            condition.contains("steps.resolve.outputs.cache-key")
+                || condition.contains("steps.build.outputs.save == 'true'"),
+            "{condition}"
+        );
+    }
+    assert_eq!(
+        step(&action, "run")["env"]["KLAUD_EXECUTABLE"].as_str(),
+        Some("${{ steps.build.outputs.binary || steps.resolve.outputs.binary }}")
     );
 }

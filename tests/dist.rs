@@ -8,9 +8,15 @@
 //!   build.rs, is not the one of these sources) is only reported: action.yml builds from source;
 //! - when `VERSION` names an older version, dist is only reported stale: action.yml then builds
 //!   from source, which is correct, just slower;
-//! - a dist without binaries (between releases) passes, saying so.
+//! - a dist without binaries (between releases) passes, saying so;
+//! - every Linux binary is an ELF file for its target's machine (x86-64, AArch64) whose highest
+//!   `GLIBC_` symbol version is at most 2.17;
+//! - the aarch64 binary reports `klaud <crate version>` under `qemu-aarch64` where qemu-user and
+//!   the aarch64 C library (Debian's `libc6-arm64-cross`) are installed, as `.ci/run` does.
 //!
-//! `scripts/build-dist.sh` rebuilds dist/.
+//! `scripts/build-dist.sh` rebuilds dist/. `KLAUD_DIST_DIR` points these tests at another
+//! directory of the same layout, such as a scratch build
+//! (`KLAUD_DIST_DIR=DIR scripts/build-dist.sh`).
 
 // The check runs the binaries it finds (`--version`).
 #![allow(clippy::disallowed_methods)]
@@ -162,11 +168,18 @@ fn inspect(dist: &Path, crate_version: &str, fingerprint: &str) -> Result<Verdic
                 ));
             }
         }
-        if Some(target) != host_target() {
+        let reported = if Some(target) == host_target() {
+            version_of(binary)
+        } else if let Some(mut qemu) =
+            qemu_aarch64().filter(|_| target == "aarch64-unknown-linux-gnu")
+        {
+            qemu.arg(binary);
+            version_through(qemu)
+        } else {
             unchecked_versions.push(target.to_string());
             continue;
-        }
-        match version_of(binary) {
+        };
+        match reported {
             Ok(reported) if reported == expected_version => {}
             Ok(reported) => problems.push(format!(
                 "dist/{path} reports {reported:?}, but dist/VERSION claims {expected_version:?}"
@@ -260,11 +273,16 @@ fn sha256_of(path: &Path) -> String {
 
 /// The first stdout line of `binary --version`.
 fn version_of(binary: &Path) -> Result<String, String> {
+    version_through(Command::new(binary))
+}
+
+/// The first stdout line of `command --version`.
+fn version_through(mut command: Command) -> Result<String, String> {
     // A script written a moment ago by another test thread can still be "text file busy" while a
     // concurrently forked child holds it open; that passes within milliseconds.
     let mut attempts = 0;
     let output = loop {
-        match Command::new(binary).arg("--version").output() {
+        match command.arg("--version").output() {
             Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempts < 50 => {
                 attempts += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -292,9 +310,273 @@ fn host_target() -> Option<&'static str> {
     }
 }
 
+/// The directory checked: `KLAUD_DIST_DIR` when set, else the repository's `dist/`.
+fn dist_directory() -> PathBuf {
+    std::env::var_os("KLAUD_DIST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("dist"))
+}
+
+/// The highest glibc 2.x symbol version a Linux binary may need: CentOS 7's.
+const GLIBC_FLOOR: (u32, u32) = (2, 17);
+
+/// ELF `e_machine` of each Linux target.
+fn elf_machine_of(target: &str) -> Option<u16> {
+    match target {
+        "x86_64-unknown-linux-gnu" => Some(62),   // EM_X86_64
+        "aarch64-unknown-linux-gnu" => Some(183), // EM_AARCH64
+        _ => None,
+    }
+}
+
+/// A 64-bit little-endian ELF file: its machine and the symbol versions it needs from its shared
+/// libraries (`.gnu.version_r`, e.g. `GLIBC_2.17`).
+#[derive(Debug)]
+struct Elf {
+    machine: u16,
+    needed_versions: Vec<String>,
+}
+
+fn read_elf(bytes: &[u8]) -> Result<Elf, String> {
+    let u16_at = |at: usize| -> Result<u16, String> {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .ok_or_else(|| format!("truncated at byte {at}"))
+    };
+    let u32_at = |at: usize| -> Result<u32, String> {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .ok_or_else(|| format!("truncated at byte {at}"))
+    };
+    let u64_at = |at: usize| -> Result<usize, String> {
+        bytes
+            .get(at..at + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+            .ok_or_else(|| format!("truncated at byte {at}"))
+    };
+    if bytes.get(..4) != Some(b"\x7fELF".as_slice()) {
+        return Err("not an ELF file".to_string());
+    }
+    if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
+        return Err("not a 64-bit little-endian ELF file".to_string());
+    }
+    let machine = u16_at(18)?;
+    let section_headers = u64_at(0x28)?;
+    let header_size = usize::from(u16_at(0x3a)?);
+    let sections = usize::from(u16_at(0x3c)?);
+    let section = |index: usize| section_headers + index * header_size;
+    let mut needed_versions = Vec::new();
+    for index in 0..sections {
+        // SHT_GNU_verneed: Verneed entries, each with its Vernaux names in the linked strings.
+        if u32_at(section(index) + 4)? != 0x6fff_fffe {
+            continue;
+        }
+        let offset = u64_at(section(index) + 24)?;
+        let strings = u64_at(section(u32_at(section(index) + 40)? as usize) + 24)?;
+        let entries = u32_at(section(index) + 44)?;
+        let mut need = offset;
+        for _ in 0..entries {
+            let count = u16_at(need + 2)?;
+            let mut aux = need + u32_at(need + 8)? as usize;
+            for _ in 0..count {
+                let name = strings + u32_at(aux + 8)? as usize;
+                let end = bytes[name..]
+                    .iter()
+                    .position(|&byte| byte == 0)
+                    .ok_or("an unterminated version name")?;
+                needed_versions
+                    .push(String::from_utf8_lossy(&bytes[name..name + end]).into_owned());
+                aux += u32_at(aux + 12)? as usize;
+            }
+            need += u32_at(need + 12)? as usize;
+        }
+    }
+    Ok(Elf {
+        machine,
+        needed_versions,
+    })
+}
+
+/// The highest `GLIBC_2.x[.y]` among `versions`, as (2, x).
+fn highest_glibc(versions: &[String]) -> Option<(u32, u32)> {
+    versions
+        .iter()
+        .filter_map(|version| version.strip_prefix("GLIBC_"))
+        .filter_map(|number| {
+            let mut parts = number.split('.').map(str::parse::<u32>);
+            match (parts.next(), parts.next()) {
+                (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor)),
+                _ => None,
+            }
+        })
+        .max()
+}
+
+/// Why `binary` is not a Linux binary of `target` for glibc 2.17, if it is not.
+fn linux_binary_problem(binary: &Path, target: &str) -> Option<String> {
+    let expected = elf_machine_of(target)?;
+    let bytes =
+        fs::read(binary).unwrap_or_else(|error| panic!("read {}: {error}", binary.display()));
+    let elf = match read_elf(&bytes) {
+        Ok(elf) => elf,
+        Err(error) => return Some(format!("{}: {error}", binary.display())),
+    };
+    if elf.machine != expected {
+        return Some(format!(
+            "{} is an ELF file for machine {}, not {expected} ({target})",
+            binary.display(),
+            elf.machine
+        ));
+    }
+    match highest_glibc(&elf.needed_versions) {
+        None => Some(format!(
+            "{} needs no GLIBC_ symbol version: not a glibc binary",
+            binary.display()
+        )),
+        Some(highest) if highest > GLIBC_FLOOR => Some(format!(
+            "{} needs GLIBC_{}.{}, newer than {}.{}",
+            binary.display(),
+            highest.0,
+            highest.1,
+            GLIBC_FLOOR.0,
+            GLIBC_FLOOR.1
+        )),
+        Some(_) => None,
+    }
+}
+
+#[test]
+fn linux_binaries_are_elf_files_of_their_target_for_glibc_2_17() {
+    let dist = dist_directory();
+    let mut checked = Vec::new();
+    for (path, binary) in binaries_in(&dist) {
+        let target = path.trim_end_matches("/klaud");
+        if elf_machine_of(target).is_none() {
+            continue;
+        }
+        if let Some(problem) = linux_binary_problem(&binary, target) {
+            panic!("{problem}");
+        }
+        let elf = read_elf(&fs::read(&binary).expect("read")).expect("an ELF file");
+        let (major, minor) = highest_glibc(&elf.needed_versions).expect("a glibc version");
+        checked.push(format!("{target} (highest GLIBC_{major}.{minor})"));
+    }
+    eprintln!(
+        "{}: {}",
+        dist.display(),
+        if checked.is_empty() {
+            "no Linux binaries".to_string()
+        } else {
+            checked.join(", ")
+        }
+    );
+}
+
+#[test]
+fn the_checker_refuses_a_binary_of_another_machine_or_a_newer_glibc() {
+    // The test build of klaud: an x86-64 binary linked against this machine's glibc (2.36 on
+    // Debian 12), which needs symbol versions newer than 2.17.
+    let host_build = Path::new(env!("CARGO_BIN_EXE_klaud"));
+    let elf = read_elf(&fs::read(host_build).expect("read")).expect("an ELF file");
+    let highest = highest_glibc(&elf.needed_versions).expect("a glibc binary");
+    if std::env::consts::ARCH == "x86_64" {
+        let problem = linux_binary_problem(host_build, "aarch64-unknown-linux-gnu")
+            .expect("an x86-64 binary is not an aarch64 one");
+        assert!(problem.contains("for machine 62, not 183"), "{problem}");
+    }
+    let target = host_target().expect("a Linux or macOS host");
+    if highest > GLIBC_FLOOR && elf_machine_of(target).is_some() {
+        let problem = linux_binary_problem(host_build, target).expect("too new a glibc");
+        assert!(problem.contains("newer than 2.17"), "{problem}");
+    } else {
+        eprintln!(
+            "this machine's glibc needs only GLIBC_{}.{}",
+            highest.0, highest.1
+        );
+    }
+    assert!(read_elf(b"#!/bin/sh\n").is_err());
+    assert_eq!(
+        highest_glibc(&[
+            "GLIBC_2.2.5".into(),
+            "GLIBC_2.17".into(),
+            "GLIBC_PRIVATE".into()
+        ]),
+        Some((2, 17))
+    );
+}
+
+/// `qemu-aarch64` with the aarch64 C library's root, when this machine has both.
+fn qemu_aarch64() -> Option<Command> {
+    let root = Path::new("/usr/aarch64-linux-gnu");
+    let path = std::env::var_os("PATH")?;
+    let qemu = std::env::split_paths(&path)
+        .map(|directory| directory.join("qemu-aarch64"))
+        .find(|candidate| candidate.is_file())?;
+    if !root.join("lib/ld-linux-aarch64.so.1").exists() {
+        return None;
+    }
+    let mut command = Command::new(qemu);
+    command.arg("-L").arg(root);
+    Some(command)
+}
+
+#[test]
+fn the_aarch64_binary_reports_the_crate_version_under_qemu() {
+    let binary = dist_directory().join("aarch64-unknown-linux-gnu/klaud");
+    let required = std::env::var_os("KLAUD_REQUIRE_DIST").is_some();
+    if !binary.is_file() {
+        assert!(
+            !required,
+            "{} is absent and KLAUD_REQUIRE_DIST is set",
+            binary.display()
+        );
+        eprintln!(
+            "skipped: {} is absent (scripts/build-dist.sh builds it)",
+            binary.display()
+        );
+        return;
+    }
+    let Some(mut qemu) = qemu_aarch64() else {
+        assert!(
+            !required,
+            "qemu-aarch64 or /usr/aarch64-linux-gnu is missing and KLAUD_REQUIRE_DIST is set"
+        );
+        eprintln!(
+            "skipped: qemu-aarch64 or /usr/aarch64-linux-gnu is missing (apt-get install qemu-user libc6-arm64-cross)"
+        );
+        return;
+    };
+    qemu.arg(&binary);
+    let output = qemu.arg("--version").output().expect("run qemu-aarch64");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprintln!("qemu-aarch64 {} --version:\n{stdout}", binary.display());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let version = fs::read_to_string(dist_directory().join("VERSION")).unwrap_or_default();
+    if version.trim() == CRATE_VERSION {
+        assert_eq!(
+            stdout.lines().next(),
+            Some(format!("klaud {CRATE_VERSION}").as_str())
+        );
+    } else {
+        assert!(stdout.starts_with("klaud "), "{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.starts_with("source-fingerprint ")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn the_dist_directory_is_consistent_with_the_crate() {
-    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist");
+    let dist = dist_directory();
     match inspect(&dist, CRATE_VERSION, SOURCE_FINGERPRINT) {
         Ok(verdict) => eprintln!("{verdict}"),
         Err(problems) => panic!(

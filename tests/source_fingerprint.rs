@@ -284,6 +284,11 @@ fn host_target() -> &'static str {
 
 /// The `run:` script of action.yml's resolve step.
 fn resolve_script() -> String {
+    step_script("resolve")
+}
+
+/// The `run:` script of action.yml's step `id`.
+fn step_script(id: &str) -> String {
     let text =
         fs::read_to_string(manifest_directory().join("action.yml")).expect("read action.yml");
     let action: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("action.yml is YAML");
@@ -291,9 +296,9 @@ fn resolve_script() -> String {
         .as_sequence()
         .expect("steps")
         .iter()
-        .find(|step| step["id"].as_str() == Some("resolve"))
+        .find(|step| step["id"].as_str() == Some(id))
         .and_then(|step| step["run"].as_str())
-        .expect("a resolve step with a run script")
+        .unwrap_or_else(|| panic!("a {id} step with a run script"))
         .to_string()
 }
 
@@ -318,6 +323,11 @@ fn tools_without_cargo(into: &Path) -> PathBuf {
         "sort",
         "xargs",
         "cat",
+        "mkdir",
+        "cp",
+        "chmod",
+        "mv",
+        "rm",
     ] {
         let found = std::env::split_paths(&path)
             .map(|directory| directory.join(tool))
@@ -337,19 +347,32 @@ struct Resolved {
 
 /// Runs the resolve step with the action at `action_path`.
 fn resolve(action_path: &Path, scratch: &Path) -> Resolved {
+    run_step(&resolve_script(), action_path, scratch, &[])
+}
+
+/// Runs a step's `script` with the action at `action_path`, the tools of
+/// [`tools_without_cargo`] and `variables`.
+fn run_step(
+    script: &str,
+    action_path: &Path,
+    scratch: &Path,
+    variables: &[(&str, &str)],
+) -> Resolved {
     let bin = tools_without_cargo(scratch);
     let outputs = scratch.join("github-output");
     fs::write(&outputs, "").expect("create GITHUB_OUTPUT");
     let output = Command::new(bin.join("bash"))
         .arg("-c")
-        .arg(resolve_script())
+        .arg(script)
         .env_clear()
         .env("PATH", &bin)
+        .env("HOME", scratch.join("home"))
         .env("GITHUB_ACTION_PATH", format!("{}/", action_path.display()))
         .env("GITHUB_OUTPUT", &outputs)
         .env("RUNNER_TEMP", scratch.join("runner-temp"))
+        .envs(variables.iter().copied())
         .output()
-        .expect("run the resolve step");
+        .expect("run the step");
     Resolved {
         success: output.status.success(),
         log: format!(
@@ -368,11 +391,13 @@ fn the_resolve_step_runs_the_prebuilt_binary_only_while_the_sources_are_the_ones
     let action = scratch.path().join("action");
     copy_sources(manifest_directory(), &action);
     fs::create_dir_all(action.join("scripts")).expect("create scripts/");
-    fs::copy(
-        manifest_directory().join("scripts/source-fingerprint.sh"),
-        action.join("scripts/source-fingerprint.sh"),
-    )
-    .expect("copy the script");
+    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
+        fs::copy(
+            manifest_directory().join("scripts").join(script),
+            action.join("scripts").join(script),
+        )
+        .expect("copy the script");
+    }
     let target = host_target();
     let binary = action.join("dist").join(target).join("klaud");
     fs::create_dir_all(binary.parent().expect("a parent")).expect("create dist/<target>/");
@@ -420,7 +445,7 @@ fn the_resolve_step_runs_the_prebuilt_binary_only_while_the_sources_are_the_ones
     assert!(!stale.success, "without cargo the fallback fails");
     assert!(
         stale.log.contains(&format!(
-            "klaud: building from source because dist/{target}/klaud was built from other \
+            "klaud: not using a prebuilt binary because dist/{target}/klaud was built from other \
              sources (source fingerprint {}, the action's sources {})",
             &EMBEDDED[..12],
             &now[..12]
@@ -434,4 +459,127 @@ fn the_resolve_step_runs_the_prebuilt_binary_only_while_the_sources_are_the_ones
         stale.log
     );
     assert!(!stale.outputs.contains("binary-source=prebuilt"));
+
+    // An ARM64 Linux runner (runner.arch) is given the aarch64 binary, which this dist lacks.
+    let arm = run_step(
+        &resolve_script(),
+        &action,
+        scratch.path(),
+        &[("RUNNER_OS", "Linux"), ("RUNNER_ARCH", "ARM64")],
+    );
+    assert!(
+        arm.log.contains(
+            "klaud: not using a prebuilt binary because dist/aarch64-unknown-linux-gnu/klaud is \
+             absent"
+        ),
+        "{}",
+        arm.log
+    );
+}
+
+/// The build step after the cache restore: a restored binary of these sources is run without a
+/// build; one of other sources, or a restore that left no binary, is discarded and rebuilt
+/// (without cargo here, so the rebuild stops at cargo). The same rule as for dist/.
+#[test]
+fn the_build_step_runs_a_restored_binary_only_when_it_is_of_these_sources() {
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let action = scratch.path().join("action");
+    copy_sources(manifest_directory(), &action);
+    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
+    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
+        fs::copy(
+            manifest_directory().join("scripts").join(script),
+            action.join("scripts").join(script),
+        )
+        .expect("copy the script");
+    }
+    let key = format!("klaud-{}-test-", env!("CARGO_PKG_VERSION"));
+    let cache_path = "~/.cache/klaud/entry";
+    let cached = scratch.path().join("home/.cache/klaud/entry/klaud");
+    let restore = |binary: Option<&Path>| {
+        let _ = fs::remove_dir_all(cached.parent().expect("a parent"));
+        if let Some(binary) = binary {
+            fs::create_dir_all(cached.parent().expect("a parent")).expect("create the entry");
+            fs::copy(binary, &cached).expect("restore a binary");
+        }
+    };
+    let build = |matched: &str| {
+        run_step(
+            &step_script("build"),
+            &action,
+            scratch.path(),
+            &[
+                ("KLAUD_DIST_REASON", "dist/x/klaud is absent"),
+                ("KLAUD_CACHE_KEY", &key),
+                ("KLAUD_CACHE_SAVE_KEY", &format!("{key}7-1")),
+                ("KLAUD_CACHE_PATH", cache_path),
+                ("KLAUD_CACHE_MATCHED_KEY", matched),
+            ],
+        )
+    };
+
+    // The test build of klaud is of these sources.
+    restore(Some(Path::new(env!("CARGO_BIN_EXE_klaud"))));
+    let hit = build(&format!("{key}6-1"));
+    assert!(hit.success, "{}", hit.log);
+    assert!(
+        hit.log.contains(&format!(
+            "klaud: using the cached build of these sources (cache entry {key}6-1, version {}, \
+             source fingerprint {} matches)",
+            env!("CARGO_PKG_VERSION"),
+            &EMBEDDED[..12]
+        )),
+        "{}",
+        hit.log
+    );
+    assert!(
+        hit.outputs.contains("binary-source=cache\n"),
+        "{}",
+        hit.outputs
+    );
+    assert!(hit.outputs.contains("save=false\n"), "{}", hit.outputs);
+    let copy = scratch.path().join("runner-temp/klaud-cache/klaud");
+    assert!(
+        hit.outputs
+            .contains(&format!("binary={}\n", copy.display()))
+    );
+
+    // The same binary after the sources moved on: discarded, and the rebuild needs cargo.
+    let lib = action.join("src/lib.rs");
+    let mut changed = fs::read(&lib).expect("read src/lib.rs");
+    changed.extend_from_slice(b"// changed after the build\n");
+    fs::write(&lib, changed).expect("change src/lib.rs");
+    restore(Some(Path::new(env!("CARGO_BIN_EXE_klaud"))));
+    let stale = build(&format!("{key}6-1"));
+    assert!(!stale.success, "without cargo the rebuild fails");
+    assert!(
+        stale.log.contains(&format!(
+            "klaud: discarding the cache entry {key}6-1: the cached binary was built from other \
+             sources (source fingerprint {}",
+            &EMBEDDED[..12]
+        )),
+        "{}",
+        stale.log
+    );
+    assert!(
+        stale
+            .log
+            .contains("klaud: building from source because dist/x/klaud is absent, and "),
+        "{}",
+        stale.log
+    );
+    assert!(!cached.exists(), "the discarded binary is removed");
+    assert!(!stale.outputs.contains("binary-source=cache"));
+
+    // Nothing restored.
+    restore(None);
+    let miss = build("");
+    assert!(!miss.success);
+    assert!(
+        miss.log.contains(&format!(
+            "because dist/x/klaud is absent, and the cache holds no build of these sources ({key}*)"
+        )),
+        "{}",
+        miss.log
+    );
 }

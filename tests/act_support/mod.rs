@@ -55,6 +55,8 @@ pub struct Act<'a> {
     pub process_environment: Vec<(String, OsString)>,
     /// Longest the run may take before act and its steps are killed.
     pub deadline: Duration,
+    /// Where act's cache server keeps its entries; `None` runs act without a cache server.
+    pub cache_server: Option<PathBuf>,
 }
 
 impl<'a> Act<'a> {
@@ -66,7 +68,15 @@ impl<'a> Act<'a> {
             arguments: Vec::new(),
             process_environment: Vec::new(),
             deadline,
+            cache_server: None,
         }
+    }
+
+    /// Runs act's cache server on 127.0.0.1, keeping its entries in `directory` (a second run
+    /// given the same directory finds what the first saved).
+    pub fn cache_server(mut self, directory: &Path) -> Self {
+        self.cache_server = Some(directory.to_path_buf());
+        self
     }
 
     pub fn job(mut self, job: &'a str) -> Self {
@@ -175,6 +185,16 @@ impl Scratch {
         .expect("write dist/SHA256SUMS");
     }
 
+    /// Changes the sources (a comment appended to src/lib.rs) and commits: the source
+    /// fingerprint moves on, so no binary built before matches the checkout.
+    pub fn move_sources(&self) -> String {
+        let lib = self.root().join("src/lib.rs");
+        let mut text = fs::read_to_string(&lib).expect("read src/lib.rs");
+        text.push_str("// the sources moved on after the binaries were built\n");
+        fs::write(&lib, text).expect("write src/lib.rs");
+        self.commit("sources moved on")
+    }
+
     /// Commits every file git does not ignore; returns the new commit's sha.
     pub fn commit(&self, message: &str) -> String {
         self.git(&["add", "--all"]);
@@ -229,17 +249,32 @@ impl Scratch {
         command
     }
 
-    /// Runs act in host mode (`-P ubuntu-latest=-self-hosted`, no cache server, git-ignored
-    /// files kept in the workspace) and returns its log.
+    /// Runs act in host mode (`-P ubuntu-latest=-self-hosted`, no cache server unless asked,
+    /// git-ignored files kept in the workspace) and returns its log.
     pub fn run_act(&self, act: &Act) -> ActRun {
         let act_binary = tool("act");
         tool("jq");
         let log_path = self.home.path().join("act.log");
         let log = fs::File::create(&log_path).expect("create the act log");
         let mut command = self.hermetic(Command::new(&act_binary));
+        command.args([act.event, "-P", "ubuntu-latest=-self-hosted"]);
+        match &act.cache_server {
+            Some(directory) => command
+                .args(["--cache-server-addr", "127.0.0.1", "--cache-server-path"])
+                .arg(directory),
+            None => command.arg("--no-cache-server"),
+        };
+        // action.yml's cache steps run the stand-in of actions/cache (or the real action, given
+        // a checkout of it at the pinned commit in KLAUD_E2E_ACTIONS_CACHE).
+        let cache_action = std::env::var_os("KLAUD_E2E_ACTIONS_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| manifest_directory().join("tests/fixtures/actions-cache"));
+        let mut local_repository = OsString::from(format!("{}=", actions_cache_pin()));
+        local_repository.push(cache_action);
         command
-            .args([act.event, "-P", "ubuntu-latest=-self-hosted"])
-            .args(["--no-cache-server", "-W", act.workflow])
+            .arg("--local-repository")
+            .arg(local_repository)
+            .args(["-W", act.workflow])
             // The seeded dist/ files are ignored by git (they are committed only at releases);
             // the workspace act gives the job must still hold them.
             .arg("--use-gitignore=false");
@@ -343,6 +378,29 @@ impl ActRun {
             self.log
         );
     }
+}
+
+/// `actions/cache@<commit>`, the repository and commit action.yml's cache steps pin.
+pub fn actions_cache_pin() -> String {
+    let text =
+        fs::read_to_string(manifest_directory().join("action.yml")).expect("read action.yml");
+    let commits: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("uses: actions/cache/"))
+        .filter_map(|rest| rest.split_once('@'))
+        .map(|(_, rest)| rest.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        commits.len(),
+        1,
+        "action.yml pins actions/cache at one commit: {commits:?}"
+    );
+    let commit = commits.into_iter().next().expect("one commit");
+    assert!(
+        commit.len() == 40 && commit.bytes().all(|byte| byte.is_ascii_hexdigit()),
+        "actions/cache is pinned by a full commit sha, not {commit:?}"
+    );
+    format!("actions/cache@{commit}")
 }
 
 pub fn manifest_directory() -> PathBuf {
