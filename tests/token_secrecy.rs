@@ -291,6 +291,10 @@ fn reading_mode(mode: &str) -> Setup {
     if mode == "select" || mode == "prepare-review" {
         command.arg("--candidates").arg(&candidates);
     }
+    if mode == "status" || mode == "recover" {
+        // The dashboard issue is written too: its body must carry no token either.
+        command.arg("--dashboard");
+    }
     Setup {
         step,
         server,
