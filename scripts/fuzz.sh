@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of tests/fuzz (the parsers of the configuration, the candidates file,
-# the review, the outcome file, the agent's execution record, the Stop hook's decision, the
-# workflow_run event payload and install-cli's version readers) for SECONDS_PER_TARGET seconds each, one at a time, and fails when any target
-# crashes. Needs a nightly toolchain; cargo-fuzz (pinned) is installed into target/fuzz-tools/
-# when missing.
+# the review, the outcome file, the agent's execution record, the dashboard issue's body, the
+# Stop hook's decision, the workflow_run event payload and install-cli's version readers) for
+# SECONDS_PER_TARGET seconds each, one at a time, and fails when any target crashes. Needs a
+# nightly toolchain; cargo-fuzz (pinned) is installed into target/fuzz-tools/ when missing.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20
 #
