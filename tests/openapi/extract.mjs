@@ -29,7 +29,6 @@ const REPO = "/repos/{owner}/{repo}";
 
 /** The operations klaud calls, as `[method, path template]`. */
 const OPERATIONS = [
-  ["GET", "/user"],
   ["GET", REPO],
   ["GET", `${REPO}/pulls`],
   ["GET", `${REPO}/pulls/{pull_number}`],
@@ -40,7 +39,6 @@ const OPERATIONS = [
   ["POST", `${REPO}/issues`],
   ["GET", `${REPO}/issues/{issue_number}`],
   ["PATCH", `${REPO}/issues/{issue_number}`],
-  ["GET", `${REPO}/issues/{issue_number}/labels`],
   ["POST", `${REPO}/issues/{issue_number}/labels`],
   ["DELETE", `${REPO}/issues/{issue_number}/labels/{name}`],
   ["GET", `${REPO}/issues/{issue_number}/comments`],
@@ -51,13 +49,11 @@ const OPERATIONS = [
   ["POST", `${REPO}/git/refs`],
   ["PATCH", `${REPO}/git/refs/{ref}`],
   ["DELETE", `${REPO}/git/refs/{ref}`],
-  ["GET", `${REPO}/commits/{ref}`],
   ["POST", `${REPO}/git/trees`],
   ["GET", `${REPO}/git/trees/{tree_sha}`],
   ["POST", `${REPO}/git/commits`],
   ["GET", `${REPO}/contents/{path}`],
   ["PUT", `${REPO}/contents/{path}`],
-  ["GET", `${REPO}/commits`],
   ["GET", `${REPO}/collaborators/{username}/permission`],
   ["GET", `${REPO}/actions/workflows/{workflow_id}/runs`],
   ["GET", `${REPO}/actions/runs`],

@@ -11,9 +11,7 @@ use http::Method;
 use serde_json::json;
 
 use super::error::GitHubError;
-use super::models::{
-    Commit, ContentFile, ContentWrite, GitCommit, GitObject, GitReference, GitTree,
-};
+use super::models::{ContentFile, ContentWrite, GitObject, GitReference, GitTree};
 use super::pulls::encode;
 use super::transport::ApiRequest;
 use super::writes::Sent;
@@ -134,17 +132,6 @@ impl GitHubClient {
         prefix: &str,
     ) -> Result<Vec<GitReference>, GitHubError> {
         self.list_array(&self.repo_path(&format!("/git/matching-refs/heads/{}", ref_path(prefix))))
-            .await
-    }
-
-    pub async fn commit(&self, sha: &str) -> Result<Commit, GitHubError> {
-        self.get_json(&self.repo_path(&format!("/commits/{}", encode(sha))))
-            .await
-    }
-
-    /// The git commit object `sha` (its message).
-    pub async fn git_commit(&self, sha: &str) -> Result<GitCommit, GitHubError> {
-        self.get_json(&self.repo_path(&format!("/git/commits/{}", encode(sha))))
             .await
     }
 

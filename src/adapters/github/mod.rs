@@ -232,12 +232,6 @@ impl GitHubClient {
         }
     }
 
-    /// The login the token belongs to.
-    pub async fn authenticated_login(&self) -> Result<String, GitHubError> {
-        let account: models::Account = self.get_json("/user").await?;
-        Ok(account.login)
-    }
-
     pub async fn repository_info(&self) -> Result<models::Repository, GitHubError> {
         self.get_json(&self.repo_path("")).await
     }

@@ -68,7 +68,7 @@ pub struct PullRequest {
     pub merged_at: Option<DateTime<Utc>>,
 }
 
-/// A commit as `GET /pulls/{n}/commits` and `GET /commits/{sha}` return it: `author` and
+/// A commit as `GET /pulls/{n}/commits` returns it (and the batched reads build it): `author` and
 /// `committer` are GitHub accounts, null when the commit's e-mail matches none.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Commit {
@@ -104,7 +104,7 @@ pub struct IssuePullRequest {
     pub merged_at: Option<DateTime<Utc>>,
 }
 
-/// A git commit object (`GET /git/commits/{sha}`): its message.
+/// A git commit object: its message (read in batches, `adapters/github/batch.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct GitCommit {
     pub sha: String,

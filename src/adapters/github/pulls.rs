@@ -5,7 +5,7 @@ use http::Method;
 use serde_json::json;
 
 use super::error::GitHubError;
-use super::models::{Comment, Commit, Issue, Label, PullRequest, PullRequestFile, PullRequestSize};
+use super::models::{Comment, Commit, Issue, PullRequest, PullRequestFile, PullRequestSize};
 use super::transport::ApiRequest;
 use super::writes::Sent;
 use super::{GitHubClient, decode};
@@ -143,11 +143,6 @@ impl GitHubClient {
             Err(error) if error.is_not_found() => Ok(()),
             Err(error) => Err(error),
         }
-    }
-
-    pub async fn labels(&self, number: u64) -> Result<Vec<Label>, GitHubError> {
-        self.list_array(&self.repo_path(&format!("/issues/{number}/labels")))
-            .await
     }
 
     pub async fn comments(&self, number: u64) -> Result<Vec<Comment>, GitHubError> {
