@@ -4,13 +4,14 @@
 //! Reads, in order, each only when the step before needs it: the issues with the dashboard
 //! label (one listing); when klaud's issue has boxes a person changed and the pass acts on
 //! ticks (`recover`), its edit history (one GraphQL request) and the permission of each editor
-//! named (one request each). The write goes through the one executor as a
+//! named (one request each, up to 8 at a time). The write goes through the one executor as a
 //! [`Action::WriteDashboard`] group, which re-reads the issue and leaves it alone if its body
 //! changed since it was read.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use serde::Serialize;
 
 use crate::adapters::github::GitHubClient;
@@ -29,6 +30,9 @@ use crate::core::snapshot::{Listed, PullRequestFact};
 use crate::core::status::{KlaudPullRequest, StatusReport};
 use crate::shell::execute::{Clearance, ExecuteSettings, GroupRecord, execute};
 use crate::shell::github::GitHubConnection;
+
+/// How many editors' permissions are read concurrently (usually there are one or two editors).
+const PERMISSION_READS_AT_ONCE: usize = 8;
 
 /// Whether a pass acts on the ticks it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,14 +154,17 @@ async fn judge(
         }
     };
     let attributions = attribute(changed, &history, &policy.bot);
-    let mut permissions = BTreeMap::new();
-    for account in accounts_to_check(&attributions) {
-        let permission = client
-            .collaborator_permission(&account)
-            .await
-            .map_err(|error| error.to_string());
-        permissions.insert(account, permission);
-    }
+    let permissions: BTreeMap<_, _> = futures::stream::iter(accounts_to_check(&attributions))
+        .map(|account| async move {
+            let permission = client
+                .collaborator_permission(&account)
+                .await
+                .map_err(|error| error.to_string());
+            (account, permission)
+        })
+        .buffer_unordered(PERMISSION_READS_AT_ONCE)
+        .collect()
+        .await;
     judge_ticks(changed, &attributions, &permissions, &ledger.steering)
 }
 
