@@ -161,8 +161,18 @@ resolve_cache() {
   case "$CARGO_TARGET_DIR" in /*) ;; *) CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR" ;; esac
   # Build from the action's own directory: rustup takes its toolchain override
   # (rust-toolchain.toml) and cargo its .cargo/config.toml from the current directory,
-  # which is the caller's workspace; the binary is built for this host only.
-  (cd "$action_path" && unset CARGO_BUILD_TARGET && cargo build --release --locked --quiet)
+  # which is the caller's workspace; the binary is built for this host only. Compiler flags
+  # the job sets for its own project (RUSTFLAGS=-C target-cpu=native, say) are left out: the
+  # cache key does not name them, and a binary built with them might not run on the next
+  # machine that restores it.
+  (
+    cd "$action_path"
+    unset CARGO_BUILD_TARGET RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS
+    for name in $(compgen -e); do
+      if [[ "$name" == CARGO_TARGET_*_RUSTFLAGS ]]; then unset "$name"; fi
+    done
+    cargo build --release --locked --quiet
+  )
   built="$CARGO_TARGET_DIR/release/klaud"
   echo "klaud: built $("$built" -V) at $built"
   output binary-source source

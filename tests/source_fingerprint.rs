@@ -4,7 +4,7 @@
 //! value (build.rs is included here and run next to the script on the same trees), check that
 //! every change to the sources changes it and nothing else does, and run the resolve step itself
 //! on a scratch copy of the action: the binary built from its sources is used, the same binary
-//! after a source change is not.
+//! after a source change is not, and a source build takes no compiler flags from the job.
 
 // The tests run the script, the binary and the resolve step, and read PATH to find their tools.
 #![allow(clippy::disallowed_methods)]
@@ -582,4 +582,83 @@ fn the_build_step_runs_a_restored_binary_only_when_it_is_of_these_sources() {
         "{}",
         miss.log
     );
+}
+
+#[test]
+fn the_source_build_takes_no_compiler_flags_from_the_job() {
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let action = scratch.path().join("action");
+    copy_sources(manifest_directory(), &action);
+    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
+    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
+        fs::copy(
+            manifest_directory().join("scripts").join(script),
+            action.join("scripts").join(script),
+        )
+        .expect("copy the script");
+    }
+    // A stand-in cargo: records the flags it was given and "builds" the test build of klaud,
+    // which is of these sources.
+    let stand_in = scratch.path().join("stand-in");
+    fs::create_dir_all(&stand_in).expect("create stand-in/");
+    let seen = scratch.path().join("cargo-saw");
+    let cargo = stand_in.join("cargo");
+    fs::write(
+        &cargo,
+        format!(
+            "#!/usr/bin/env bash\n\
+             printf 'args=%s\\n' \"$*\" > '{seen}'\n\
+             for name in RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS \
+             CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS CARGO_BUILD_TARGET CARGO_PROFILE_RELEASE_LTO; do\n\
+               if [ -n \"${{!name+set}}\" ]; then printf '%s=%s\\n' \"$name\" \"${{!name}}\" >> '{seen}'; fi\n\
+             done\n\
+             mkdir -p \"$CARGO_TARGET_DIR/release\"\n\
+             cp '{klaud}' \"$CARGO_TARGET_DIR/release/klaud\"\n",
+            seen = seen.display(),
+            klaud = env!("CARGO_BIN_EXE_klaud"),
+        ),
+    )
+    .expect("write the stand-in cargo");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&cargo, fs::Permissions::from_mode(0o755)).expect("make it executable");
+    let bin = tools_without_cargo(scratch.path());
+    let path = format!("{}:{}", stand_in.display(), bin.display());
+    let key = format!("klaud-{}-test-", env!("CARGO_PKG_VERSION"));
+
+    let built = run_step(
+        &step_script("build"),
+        &action,
+        scratch.path(),
+        &[
+            ("PATH", &path),
+            ("KLAUD_DIST_REASON", "dist/x/klaud is absent"),
+            ("KLAUD_CACHE_KEY", &key),
+            ("KLAUD_CACHE_SAVE_KEY", &format!("{key}7-1")),
+            ("KLAUD_CACHE_PATH", "~/.cache/klaud/entry"),
+            ("KLAUD_CACHE_MATCHED_KEY", ""),
+            ("RUSTFLAGS", "-C target-cpu=native"),
+            ("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-cpu=native"),
+            ("CARGO_BUILD_RUSTFLAGS", "-C target-cpu=native"),
+            (
+                "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+                "-C target-cpu=native",
+            ),
+            ("CARGO_BUILD_TARGET", "wasm32-unknown-unknown"),
+            // Not a compiler flag: the job may tune the profile, as with any crate.
+            ("CARGO_PROFILE_RELEASE_LTO", "false"),
+        ],
+    );
+    assert!(built.success, "{}", built.log);
+    let seen = fs::read_to_string(&seen).expect("the stand-in cargo ran");
+    assert_eq!(
+        seen, "args=build --release --locked --quiet\nCARGO_PROFILE_RELEASE_LTO=false\n",
+        "{}",
+        built.log
+    );
+    assert!(
+        built.outputs.contains("binary-source=source\n"),
+        "{}",
+        built.outputs
+    );
+    assert!(built.outputs.contains("save=true\n"), "{}", built.outputs);
 }
