@@ -30,7 +30,7 @@ use chrono::{TimeZone, Utc};
 use fake_github::{FakeGitHubHandle, LoggedRequest, MAINTAINER_ANN};
 use klaud::core::ledger::SessionState;
 use klaud::core::outcome::Outcome;
-use mode_runs_support::{ALL_MODES, Answer, setup};
+use mode_runs_support::{Answer, all_modes, setup};
 use recover_support::{BOT, Pass, World};
 use regex::Regex;
 use serde_json::Value;
@@ -100,10 +100,7 @@ impl Table {
                 .map(|capture| capture[1].to_string())
                 .collect();
             for mode in &modes {
-                assert!(
-                    ALL_MODES.contains(&mode.as_str()),
-                    "`{mode}` is a mode: {line}"
-                );
+                assert!(all_modes().contains(mode), "`{mode}` is a mode: {line}");
             }
             assert!(!modes.is_empty(), "a row names its modes: {line}");
             assert!(
@@ -174,46 +171,6 @@ fn template_regex(template: &str) -> Regex {
     Regex::new(&format!("^{pattern}$")).unwrap()
 }
 
-/// What each mode sent in its run, as the table's requests.
-fn observed() -> BTreeMap<&'static str, Vec<(Request, String)>> {
-    let table = Table::read();
-    let mut observed = BTreeMap::new();
-    for mode in ALL_MODES {
-        let mut run = setup(mode, Answer::Serves);
-        let output = run.command.output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{mode}\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let sent = run
-            .server
-            .request_log()
-            .iter()
-            .flat_map(|logged| {
-                let shown = format!("{} {}", logged.method, logged.path);
-                table
-                    .classify(logged)
-                    .into_iter()
-                    .map(move |request| (request, shown.clone()))
-            })
-            .collect();
-        observed.insert(mode, sent);
-    }
-    for (mode, log) in busier_runs() {
-        let sent: &mut Vec<(Request, String)> = observed.entry(mode).or_default();
-        for logged in &log {
-            let shown = format!("{} {}", logged.method, logged.path);
-            for request in table.classify(logged) {
-                sent.push((request, shown.clone()));
-            }
-        }
-    }
-    observed
-}
-
 /// `klaud <mode>` for `pass` with `arguments`, expecting exit 0; what it sent.
 fn step(
     server: &FakeGitHubHandle,
@@ -226,7 +183,11 @@ fn step(
     command
         .args(arguments)
         .timeout(std::time::Duration::from_secs(120));
-    let output = command.output().unwrap();
+    assert_succeeded(&command.output().unwrap(), mode);
+    server.request_log()
+}
+
+fn assert_succeeded(output: &std::process::Output, mode: &str) {
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -234,7 +195,6 @@ fn step(
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    server.request_log()
 }
 
 fn time(timestamp: fake_github::Timestamp) -> chrono::DateTime<Utc> {
@@ -374,6 +334,36 @@ fn busier_runs() -> Vec<(&'static str, Vec<LoggedRequest>)> {
     runs
 }
 
+/// A run's log as the table's requests, each with the request as it was sent.
+fn as_listed(table: &Table, log: &[LoggedRequest]) -> Vec<(Request, String)> {
+    log.iter()
+        .flat_map(|logged| {
+            let shown = format!("{} {}", logged.method, logged.path);
+            table
+                .classify(logged)
+                .into_iter()
+                .map(move |request| (request, shown.clone()))
+        })
+        .collect()
+}
+
+/// What each mode sent in its runs, as the table's requests.
+fn observed() -> BTreeMap<String, Vec<(Request, String)>> {
+    let table = Table::read();
+    let mut observed: BTreeMap<String, Vec<(Request, String)>> = BTreeMap::new();
+    for mode in all_modes() {
+        let mut run = setup(&mode, Answer::Serves);
+        assert_succeeded(&run.command.output().unwrap(), &mode);
+        let sent = as_listed(&table, &run.server.request_log());
+        observed.entry(mode).or_default().extend(sent);
+    }
+    for (mode, log) in busier_runs() {
+        let sent = as_listed(&table, &log);
+        observed.entry(mode.to_string()).or_default().extend(sent);
+    }
+    observed
+}
+
 #[test]
 fn the_readme_lists_the_rest_operations_the_fake_is_held_to() {
     let subset: Value = serde_json::from_str(SUBSET).unwrap();
@@ -400,11 +390,11 @@ fn the_readme_lists_the_rest_operations_the_fake_is_held_to() {
 fn every_request_a_mode_sends_is_listed_for_that_mode_and_every_row_is_sent() {
     let table = Table::read();
     let mut unlisted = Vec::new();
-    let mut seen: BTreeMap<Request, BTreeSet<&str>> = BTreeMap::new();
+    let mut seen: BTreeMap<Request, BTreeSet<String>> = BTreeMap::new();
     for (mode, sent) in observed() {
         for (request, shown) in sent {
             match table.rows.get(&request) {
-                Some(modes) if modes.contains(mode) => {}
+                Some(modes) if modes.contains(&mode) => {}
                 Some(_) => unlisted.push(format!(
                     "{mode}: {request} (sent as {shown}) is not listed for `{mode}`"
                 )),
@@ -412,7 +402,7 @@ fn every_request_a_mode_sends_is_listed_for_that_mode_and_every_row_is_sent() {
                     "{mode}: {request} (sent as {shown}) is not in the table"
                 )),
             }
-            seen.entry(request).or_default().insert(mode);
+            seen.entry(request).or_default().insert(mode.clone());
         }
     }
     unlisted.sort();

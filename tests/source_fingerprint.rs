@@ -338,6 +338,21 @@ fn tools_without_cargo(into: &Path) -> PathBuf {
     bin
 }
 
+/// A copy of the action in `scratch/action`: its sources and the two scripts its steps run.
+fn scratch_action(scratch: &Path) -> PathBuf {
+    let action = scratch.join("action");
+    copy_sources(manifest_directory(), &action);
+    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
+    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
+        fs::copy(
+            manifest_directory().join("scripts").join(script),
+            action.join("scripts").join(script),
+        )
+        .expect("copy the script");
+    }
+    action
+}
+
 /// What one run of the resolve step did.
 struct Resolved {
     success: bool,
@@ -388,16 +403,7 @@ fn run_step(
 fn the_resolve_step_runs_the_prebuilt_binary_only_while_the_sources_are_the_ones_it_was_built_from()
 {
     let scratch = tempfile::tempdir().expect("a temporary directory");
-    let action = scratch.path().join("action");
-    copy_sources(manifest_directory(), &action);
-    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
-    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
-        fs::copy(
-            manifest_directory().join("scripts").join(script),
-            action.join("scripts").join(script),
-        )
-        .expect("copy the script");
-    }
+    let action = scratch_action(scratch.path());
     let target = host_target();
     let binary = action.join("dist").join(target).join("klaud");
     fs::create_dir_all(binary.parent().expect("a parent")).expect("create dist/<target>/");
@@ -483,16 +489,7 @@ fn the_resolve_step_runs_the_prebuilt_binary_only_while_the_sources_are_the_ones
 #[test]
 fn the_build_step_runs_a_restored_binary_only_when_it_is_of_these_sources() {
     let scratch = tempfile::tempdir().expect("a temporary directory");
-    let action = scratch.path().join("action");
-    copy_sources(manifest_directory(), &action);
-    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
-    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
-        fs::copy(
-            manifest_directory().join("scripts").join(script),
-            action.join("scripts").join(script),
-        )
-        .expect("copy the script");
-    }
+    let action = scratch_action(scratch.path());
     let key = format!("klaud-{}-test-", env!("CARGO_PKG_VERSION"));
     let cache_path = "~/.cache/klaud/entry";
     let cached = scratch.path().join("home/.cache/klaud/entry/klaud");
@@ -587,16 +584,7 @@ fn the_build_step_runs_a_restored_binary_only_when_it_is_of_these_sources() {
 #[test]
 fn the_source_build_takes_no_compiler_flags_from_the_job() {
     let scratch = tempfile::tempdir().expect("a temporary directory");
-    let action = scratch.path().join("action");
-    copy_sources(manifest_directory(), &action);
-    fs::create_dir_all(action.join("scripts")).expect("create scripts/");
-    for script in ["source-fingerprint.sh", "resolve-binary.sh"] {
-        fs::copy(
-            manifest_directory().join("scripts").join(script),
-            action.join("scripts").join(script),
-        )
-        .expect("copy the script");
-    }
+    let action = scratch_action(scratch.path());
     // A stand-in cargo: records the flags it was given and "builds" the test build of klaud,
     // which is of these sources.
     let stand_in = scratch.path().join("stand-in");

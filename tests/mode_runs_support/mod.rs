@@ -27,19 +27,11 @@ pub const LABEL_LOGIN: &str = "github-actions[bot]";
 pub const CANDIDATES: &str = r#"[{"id": "a", "family": "configs/x.yaml:a", "targets": ["b200"]},
                              {"id": "b", "family": "configs/x.yaml:b"}]"#;
 
-pub const ALL_MODES: [&str; 11] = [
-    "install-cli",
-    "verify-baselines",
-    "select",
-    "recover",
-    "finish",
-    "wake",
-    "prepare-review",
-    "status",
-    "session",
-    "note",
-    "check-stop",
-];
+/// Every mode klaud has, as `klaud --help` names them: a new mode is run by these tests too
+/// (as [`reading_mode`] when it has no setup of its own here).
+pub fn all_modes() -> Vec<String> {
+    klaud::shell::cli::Mode::names()
+}
 
 /// The agent CLI's hook: its stdout is its answer alone, so it masks nothing (a mask is a
 /// workflow command) and must print no token.
@@ -68,6 +60,19 @@ pub struct Setup {
     pub child_environments: Vec<PathBuf>,
     /// The stand-in producer's repository, kept while the command needs it.
     pub _producer: Option<StandInRepository>,
+}
+
+impl Setup {
+    /// A run that starts no child klaud watches and needs no producer.
+    pub fn of(step: Step, server: FakeGitHubHandle, command: assert_cmd::Command) -> Self {
+        Setup {
+            step,
+            server,
+            command,
+            child_environments: Vec::new(),
+            _producer: None,
+        }
+    }
 }
 
 /// `klaud <mode>` as the action runs it: the token in `KLAUD_GITHUB_TOKEN` and `GITHUB_TOKEN`,
@@ -226,13 +231,7 @@ pub fn finish() -> Setup {
         "--cancel-wait",
         "0",
     ]);
-    Setup {
-        step,
-        server,
-        command,
-        child_environments: Vec::new(),
-        _producer: None,
-    }
+    Setup::of(step, server, command)
 }
 
 /// wake on the end of the bot's smoke run, which dispatches a recovery pass.
@@ -261,13 +260,7 @@ pub fn wake() -> Setup {
     step.write("event.json", &event.to_string());
     let mut command = command(&step, &server, "wake");
     command.args(["--confirm-timeout", "5"]);
-    Setup {
-        step,
-        server,
-        command,
-        child_environments: Vec::new(),
-        _producer: None,
-    }
+    Setup::of(step, server, command)
 }
 
 /// A live session of `a` claimed by the step's run, with the bot's draft; `adopted` when
@@ -301,13 +294,7 @@ pub fn session_mode() -> Setup {
     let server = session_world(&step, false);
     let mut command = command(&step, &server, "session");
     command.args(["--candidate", "a"]);
-    Setup {
-        step,
-        server,
-        command,
-        child_environments: Vec::new(),
-        _producer: None,
-    }
+    Setup::of(step, server, command)
 }
 
 /// `note` in the adopted session: the ledger's attempt record and the log comment.
@@ -316,13 +303,7 @@ pub fn note_mode() -> Setup {
     let server = session_world(&step, true);
     let mut command = command(&step, &server, "note");
     command.args(["--candidate", "a", "--text", "smoke passed"]);
-    Setup {
-        step,
-        server,
-        command,
-        child_environments: Vec::new(),
-        _producer: None,
-    }
+    Setup::of(step, server, command)
 }
 
 /// `check-stop` as the agent CLI runs it: the token in the agent's `GH_TOKEN` only.
@@ -336,13 +317,7 @@ pub fn check_stop_mode() -> Setup {
         .arg("--context-file")
         .arg(step.path("out/session.json"))
         .write_stdin(r#"{"hook_event_name": "Stop", "stop_hook_active": false}"#);
-    Setup {
-        step,
-        server,
-        command,
-        child_environments: Vec::new(),
-        _producer: None,
-    }
+    Setup::of(step, server, command)
 }
 
 pub fn setup(mode: &str, answer: Answer) -> Setup {
