@@ -166,6 +166,21 @@ impl Policy {
             .filter(|id| !id.is_empty())
     }
 
+    /// The candidate whose session a pull request belongs to, when it is klaud's: its head is a
+    /// candidate branch of `repository` itself. Pull requests from forks (or whose fork is gone,
+    /// `head_repository` `None`) and on other branches are other people's.
+    pub fn candidate_of_pull_request<'a>(
+        &self,
+        head_repository: Option<&str>,
+        head_branch: &'a str,
+        repository: &str,
+    ) -> Option<&'a str> {
+        head_repository
+            .is_some_and(|head| head.eq_ignore_ascii_case(repository))
+            .then(|| self.candidate_of_branch(head_branch))
+            .flatten()
+    }
+
     /// The planner job that runs `candidate`.
     pub fn planner_job_name(&self, candidate: &str) -> String {
         self.planner_job.replace("{id}", candidate)

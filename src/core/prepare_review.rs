@@ -36,13 +36,11 @@ pub fn klaud_candidate_of<'p>(
     repository: &str,
     policy: &Policy,
 ) -> Option<&'p str> {
-    let from_this_repository = pull
-        .head_repository
-        .as_deref()
-        .is_some_and(|head| head.eq_ignore_ascii_case(repository));
-    from_this_repository
-        .then(|| policy.candidate_of_branch(&pull.head_branch))
-        .flatten()
+    policy.candidate_of_pull_request(
+        pull.head_repository.as_deref(),
+        &pull.head_branch,
+        repository,
+    )
 }
 
 /// One changed file of a pull request.

@@ -350,7 +350,8 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{}' is not a whole number of seconds", text.trim()))
 }
 
-fn parse_positive_u64(text: &str) -> Result<u64, String> {
+/// A whole number of at least 1 (a timeout, a request budget).
+pub(crate) fn parse_positive_u64(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(value) if value >= 1 => Ok(value),
         _ => Err(format!(

@@ -4,6 +4,7 @@
 use clap::Args;
 use serde::Serialize;
 
+use super::cli::parse_positive_u64;
 use super::error::StepError;
 use super::modes::StepContext;
 use std::sync::Arc;
@@ -28,11 +29,11 @@ pub struct GitHubArgs {
 
     /// Write budget of this pass (POST, PUT, PATCH, DELETE and GraphQL requests, retries
     /// included); what is left over is done by the next pass
-    #[arg(long, env = "KLAUD_MAX_OPERATIONS", value_name = "N", default_value = "100", value_parser = parse_budget)]
+    #[arg(long, env = "KLAUD_MAX_OPERATIONS", value_name = "N", default_value = "100", value_parser = parse_positive_u64)]
     pub max_operations: u64,
 
     /// Read budget of this pass (GET requests, retries included)
-    #[arg(long, env = "KLAUD_MAX_READS", value_name = "N", default_value = "1000", value_parser = parse_budget)]
+    #[arg(long, env = "KLAUD_MAX_READS", value_name = "N", default_value = "1000", value_parser = parse_positive_u64)]
     pub max_reads: u64,
 }
 
@@ -189,16 +190,6 @@ impl RequestReport {
     }
 }
 
-fn parse_budget(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(value) if value >= 1 => Ok(value),
-        _ => Err(format!(
-            "'{}' is not a whole number of at least 1",
-            text.trim()
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,9 +212,9 @@ mod tests {
 
     #[test]
     fn budgets_are_positive_whole_numbers() {
-        assert_eq!(parse_budget("100"), Ok(100));
-        assert!(parse_budget("0").is_err());
-        assert!(parse_budget("-1").is_err());
-        assert!(parse_budget("many").is_err());
+        assert_eq!(parse_positive_u64("100"), Ok(100));
+        assert!(parse_positive_u64("0").is_err());
+        assert!(parse_positive_u64("-1").is_err());
+        assert!(parse_positive_u64("many").is_err());
     }
 }
