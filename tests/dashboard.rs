@@ -4,7 +4,8 @@
 //! *release hold* → the family is selectable, *pause* → `select` starts nothing and `recover`
 //! resumes nothing until it is unticked); a tick by a read-only account and one by a write
 //! account on the same body (only the second acts, the first is named); a tick read twice acts
-//! once; an issue someone else wrote is never edited; the body read by a real CommonMark/GFM
+//! once; a tick after 150 revisions acts whether GitHub lists the history newest or oldest
+//! first; an issue someone else wrote is never edited; the body read by a real CommonMark/GFM
 //! parser, and its snapshot for the standard scenario.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
@@ -248,6 +249,45 @@ fn resume_now_puts_a_parked_session_first_in_line() {
     assert_eq!(pass.ids("resumed"), ["newer"], "{}", pass.summary());
     let dispatched = server.with_state(|state| state.dispatches.len());
     assert_eq!(dispatched, 1);
+}
+
+#[test]
+fn a_tick_on_a_dashboard_with_a_long_history_acts_whichever_order_github_lists_it_in() {
+    for oldest_first in [false, true] {
+        let mut world = world();
+        if oldest_first {
+            world.state = world.state.with_edits_listed_oldest_first();
+        }
+        parked(&mut world, "p", 2);
+        // The dashboard is five hours old, with 150 revisions since (a note added and taken
+        // out again), then the tick.
+        let created = world.ago(5 * 3600);
+        world.state.now = Some(created);
+        let server = world.start();
+        status(&server, 9_001);
+        let (number, body) = dashboard(&server);
+        server.with_state(|state| {
+            for minute in 1..=150 {
+                state.now = Some(created.plus(minute * 60));
+                let text = if minute % 2 == 1 {
+                    format!("{body}\nnote")
+                } else {
+                    body.clone()
+                };
+                state.edit_body(number, MAINTAINER_ANN.login, Some(text));
+            }
+            state.now = None;
+        });
+        toggle(&server, MAINTAINER_ANN, "klaud:pause:off");
+
+        let pass = recover(&server, 9_002);
+        let ledger = stored_ledger(&server);
+        assert!(
+            ledger.steering.paused.is_some(),
+            "listed oldest first: {oldest_first}\n{}",
+            pass.summary()
+        );
+    }
 }
 
 #[test]

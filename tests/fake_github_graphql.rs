@@ -642,22 +642,28 @@ async fn the_fakes_answers_to_klauds_edit_history_query_conform_to_the_schema() 
     let variables = |number: u64| json!({"owner": "acme", "name": "widgets", "number": number});
 
     let answer = ask(&server, ISSUE_EDIT_HISTORY, variables(edited)).await;
-    let edits = &answer["data"]["repository"]["issue"]["userContentEdits"];
-    assert_eq!(edits["totalCount"], 3);
-    // A bot's login without `[bot]`, a deleted account null, an empty body null.
-    assert_eq!(
-        edits["nodes"],
-        json!([
-            {"editedAt": "2026-01-01T00:02:00Z", "editor": {"login": "klaud"}, "diff": null},
-            {"editedAt": "2026-01-01T00:01:00Z", "editor": null, "diff": "- [x] pause"},
-            {"editedAt": "2026-01-01T00:00:00Z", "editor": {"login": "klaud"}, "diff": null},
-        ])
-    );
+    // Both ends of the connection (`head`: first 50, `tail`: last 50) hold all three revisions.
+    for end in ["head", "tail"] {
+        let edits = &answer["data"]["repository"]["issue"][end];
+        assert_eq!(edits["totalCount"], 3, "{end}");
+        // A bot's login without `[bot]`, a deleted account null, an empty body null.
+        assert_eq!(
+            edits["nodes"],
+            json!([
+                {"editedAt": "2026-01-01T00:02:00Z", "editor": {"login": "klaud"}, "diff": null},
+                {"editedAt": "2026-01-01T00:01:00Z", "editor": null, "diff": "- [x] pause"},
+                {"editedAt": "2026-01-01T00:00:00Z", "editor": {"login": "klaud"}, "diff": null},
+            ]),
+            "{end}"
+        );
+    }
     let never = ask(&server, ISSUE_EDIT_HISTORY, variables(untouched)).await;
-    assert_eq!(
-        never["data"]["repository"]["issue"]["userContentEdits"],
-        json!({"totalCount": 0, "nodes": []})
-    );
+    for end in ["head", "tail"] {
+        assert_eq!(
+            never["data"]["repository"]["issue"][end],
+            json!({"totalCount": 0, "nodes": []})
+        );
+    }
     let pull = ask(&server, ISSUE_EDIT_HISTORY, variables(seeded().open)).await;
     assert_eq!(pull["data"]["repository"]["issue"], Value::Null);
     assert_eq!(pull["errors"][0]["type"], "NOT_FOUND");

@@ -226,32 +226,52 @@ async fn the_edit_history_is_one_query_sorted_oldest_first() {
 }
 
 #[tokio::test]
-async fn more_than_100_revisions_read_the_newest_100_and_the_total() {
-    let mut state = repository();
-    let number = state.add_issue(dashboard("dashboard", BOT, 600));
-    for minute in 1..=120 {
-        state.now = Some(NOW.plus(minute * 60));
-        state.edit_body(
-            number,
-            MAINTAINER_ANN.login,
-            Some(format!("revision {minute}")),
-        );
+async fn the_newest_revisions_are_read_whichever_order_github_lists_them_in() {
+    // 100 revisions (the original and 99 edits) are read whole; beyond that, the newest 50.
+    for oldest_first in [false, true] {
+        for (edits, read, first) in [(99, 100, "dashboard"), (120, 50, "revision 71")] {
+            let mut state = repository();
+            if oldest_first {
+                state = state.with_edits_listed_oldest_first();
+            }
+            let number = state.add_issue(dashboard("dashboard", BOT, 600));
+            for minute in 1..=edits {
+                state.now = Some(NOW.plus(minute * 60));
+                state.edit_body(
+                    number,
+                    MAINTAINER_ANN.login,
+                    Some(format!("revision {minute}")),
+                );
+            }
+            let server = FakeGitHub::start(state);
+            let client = client_for(&server);
+            let history = client.issue_edit_history(number).await.unwrap();
+            let what = format!("{edits} edits, listed oldest first: {oldest_first}");
+            assert_eq!(history.total, edits as u64 + 1, "{what}");
+            assert_eq!(history.edits.len(), read, "{what}");
+            assert!(
+                history.edits[0]
+                    .body
+                    .as_deref()
+                    .is_some_and(|body| body.starts_with(first)),
+                "{what}: {:?}",
+                history.edits[0]
+            );
+            assert_eq!(
+                history.edits[read - 1].body.as_deref(),
+                Some(format!("revision {edits}").as_str()),
+                "{what}"
+            );
+            assert!(
+                history
+                    .edits
+                    .windows(2)
+                    .all(|pair| pair[0].edited_at < pair[1].edited_at),
+                "{what}: oldest first, each once"
+            );
+            assert_eq!(client.request_counts().reads, 1, "{what}: one query");
+        }
     }
-    let server = FakeGitHub::start(state);
-    let history = client_for(&server)
-        .issue_edit_history(number)
-        .await
-        .unwrap();
-    assert_eq!(history.total, 121);
-    assert_eq!(history.edits.len(), 100);
-    assert_eq!(history.edits[0].body.as_deref(), Some("revision 21"));
-    assert_eq!(history.edits[99].body.as_deref(), Some("revision 120"));
-    assert!(
-        history
-            .edits
-            .windows(2)
-            .all(|pair| pair[0].edited_at <= pair[1].edited_at)
-    );
 }
 
 #[tokio::test]

@@ -226,6 +226,7 @@ impl RepoState {
             unlisted_runs: BTreeMap::new(),
             deleted_refs: Vec::new(),
             update_refs_available: true,
+            edits_listed_oldest_first: false,
             next_ids: NextIds::default(),
         };
         let root = state.add_commit(
@@ -252,6 +253,12 @@ impl RepoState {
     /// Pins the clock used for everything created afterwards.
     pub fn with_now(mut self, now: Timestamp) -> Self {
         self.now = Some(now);
+        self
+    }
+
+    /// Lists `userContentEdits` oldest first.
+    pub fn with_edits_listed_oldest_first(mut self) -> Self {
+        self.edits_listed_oldest_first = true;
         self
     }
 

@@ -67,6 +67,10 @@ pub struct RepoState {
     /// mutation is then an unknown field).
     #[serde(default = "available")]
     pub update_refs_available: bool,
+    /// Whether `userContentEdits` lists an issue's revisions oldest first instead of newest
+    /// first, for checking that klaud reads the newest ones in either order.
+    #[serde(default)]
+    pub edits_listed_oldest_first: bool,
     pub next_ids: NextIds,
 }
 

@@ -18,9 +18,10 @@ use crate::core::text::bounded;
 
 pub const MARK_READY: &str = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
 pub const CONVERT_TO_DRAFT: &str = "mutation($id: ID!) { convertPullRequestToDraft(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
-/// An issue's body revisions, newest first on GitHub (`last: 100` would be the oldest ones once
-/// an issue has more than 100 revisions); `totalCount` says how many there are in all.
-pub const ISSUE_EDIT_HISTORY: &str = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { number userContentEdits(first: 100) { totalCount nodes { editedAt editor { login } diff } } } } }";
+/// An issue's body revisions from both ends of the connection (`head`: the first 50, `tail`: the
+/// last 50), so the newest ones are read whichever order GitHub lists them in; `totalCount` says
+/// how many there are in all.
+pub const ISSUE_EDIT_HISTORY: &str = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { number head: userContentEdits(first: 50) { totalCount nodes { editedAt editor { login } diff } } tail: userContentEdits(last: 50) { totalCount nodes { editedAt editor { login } diff } } } } }";
 pub const UPDATE_REFS: &str =
     "mutation($input: UpdateRefsInput!) { updateRefs(input: $input) { clientMutationId } }";
 

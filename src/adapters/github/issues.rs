@@ -152,6 +152,57 @@ struct EditConnection {
     nodes: Vec<Option<EditNode>>,
 }
 
+impl EditConnection {
+    fn edits(self) -> Vec<IssueEdit> {
+        self.nodes
+            .into_iter()
+            .flatten()
+            .map(|node| IssueEdit {
+                editor: node.editor.map(|editor| editor.login),
+                edited_at: node.edited_at,
+                body: node.diff,
+            })
+            .collect()
+    }
+}
+
+/// One contiguous run of revisions, oldest first, from the two ends of a connection of `total`
+/// (`head` its first nodes, `tail` its last, each in the connection's order, which may be newest
+/// or oldest first): every revision when the ends meet, else the end holding the newest one (the
+/// revisions between the ends are unread, and a run across the gap would pair revisions that
+/// were never next to each other). A stable sort on the edit time keeps revisions made in the
+/// same second in the order they were made, once the run is oldest first.
+fn newest_contiguous_edits(
+    head: Vec<IssueEdit>,
+    tail: Vec<IssueEdit>,
+    total: u64,
+) -> Vec<IssueEdit> {
+    let read = (head.len() + tail.len()) as u64;
+    let mut run = if read >= total {
+        let overlap = (read - total) as usize;
+        let mut all = head;
+        all.extend(tail.into_iter().skip(overlap));
+        all
+    } else {
+        let newest = |edits: &[IssueEdit]| edits.iter().map(|edit| edit.edited_at).max();
+        if newest(&tail) > newest(&head) {
+            tail
+        } else {
+            head
+        }
+    };
+    // Revisions all of one second cannot tell the order: GitHub's, newest first, is assumed.
+    let newest_first = match (run.first(), run.last()) {
+        (Some(first), Some(last)) => first.edited_at >= last.edited_at,
+        _ => false,
+    };
+    if newest_first {
+        run.reverse();
+    }
+    run.sort_by_key(|edit| edit.edited_at);
+    run
+}
+
 impl GitHubClient {
     /// Every issue carrying `label`, open or closed, pull requests left out. A page after the
     /// first that cannot be read leaves the issues listed so far with the gap saying so.
@@ -198,8 +249,8 @@ impl GitHubClient {
         ))
     }
 
-    /// The revisions of issue `number`'s body in one GraphQL query: the newest 100, sorted
-    /// oldest first, and how many GitHub holds. An issue never edited has none.
+    /// The revisions of issue `number`'s body in one GraphQL query, and how many GitHub holds: all
+    /// of them up to 100, else the newest 50, sorted oldest first. An issue never edited has none.
     pub async fn issue_edit_history(&self, number: u64) -> Result<IssueEditHistory, GitHubError> {
         let (owner, name) = self
             .repository()
@@ -212,44 +263,33 @@ impl GitHubClient {
                 json!({"owner": owner, "name": name, "number": number}),
             )
             .await?;
-        let connection = answer
-            .data
-            .pointer("/repository/issue/userContentEdits")
-            .filter(|value| !value.is_null());
-        let Some(connection) = connection else {
-            let message = if answer.problems.is_empty() {
-                format!("issue #{number} has no edit history in the answer")
-            } else {
-                answer.message()
+        let end = |alias: &str| -> Result<EditConnection, GitHubError> {
+            let Some(connection) = answer
+                .data
+                .pointer(&format!("/repository/issue/{alias}"))
+                .filter(|value| !value.is_null())
+            else {
+                let message = if answer.problems.is_empty() {
+                    format!("issue #{number} has no edit history in the answer")
+                } else {
+                    answer.message()
+                };
+                return Err(GitHubError::GraphQl {
+                    operation: "issue userContentEdits".into(),
+                    message,
+                });
             };
-            return Err(GitHubError::GraphQl {
-                operation: "issue userContentEdits".into(),
-                message,
-            });
-        };
-        let connection: EditConnection =
             serde_json::from_value(connection.clone()).map_err(|error| GitHubError::Decode {
                 method: "POST".into(),
                 path: "graphql issue userContentEdits".into(),
                 detail: bounded(&error.to_string(), 300),
-            })?;
-        let mut edits: Vec<IssueEdit> = connection
-            .nodes
-            .into_iter()
-            .flatten()
-            .map(|node| IssueEdit {
-                editor: node.editor.map(|editor| editor.login),
-                edited_at: node.edited_at,
-                body: node.diff,
             })
-            .collect();
-        // GitHub lists the newest first: reversed, a stable sort keeps revisions made in the
-        // same second in the order they were made.
-        edits.reverse();
-        edits.sort_by_key(|edit| edit.edited_at);
+        };
+        let (head, tail) = (end("head")?, end("tail")?);
+        let total = head.total_count;
         Ok(IssueEditHistory {
-            edits,
-            total: connection.total_count,
+            edits: newest_contiguous_edits(head.edits(), tail.edits(), total),
+            total,
         })
     }
 
@@ -371,5 +411,84 @@ mod tests {
             (issue.body.as_str(), issue.author.as_str(), issue.labels),
             ("", "ann", vec!["x".to_string()])
         );
+    }
+
+    /// Revisions 0..count, one a minute, by `editor-<n>`, in the connection's order.
+    fn revisions(count: usize, newest_first: bool) -> Vec<IssueEdit> {
+        let base = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut edits: Vec<IssueEdit> = (0..count)
+            .map(|n| IssueEdit {
+                editor: Some(format!("editor-{n}")),
+                edited_at: base + chrono::Duration::minutes(n as i64),
+                body: Some(format!("revision {n}")),
+            })
+            .collect();
+        if newest_first {
+            edits.reverse();
+        }
+        edits
+    }
+
+    /// What the query reads of `count` revisions listed in either order: `first: 50` and
+    /// `last: 50`, as editor numbers oldest first.
+    fn read(count: usize, newest_first: bool) -> Vec<usize> {
+        let listed = revisions(count, newest_first);
+        let head: Vec<IssueEdit> = listed.iter().take(50).cloned().collect();
+        let tail: Vec<IssueEdit> = listed[count.saturating_sub(50)..].to_vec();
+        newest_contiguous_edits(head, tail, count as u64)
+            .into_iter()
+            .map(|edit| edit.editor.unwrap()["editor-".len()..].parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_edit_history_is_every_revision_up_to_a_hundred_in_either_order() {
+        for newest_first in [true, false] {
+            for count in [0, 1, 49, 50, 51, 99, 100] {
+                assert_eq!(
+                    read(count, newest_first),
+                    (0..count).collect::<Vec<_>>(),
+                    "{count} revisions, newest first: {newest_first}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn beyond_a_hundred_revisions_the_newest_fifty_are_read_in_either_order() {
+        for newest_first in [true, false] {
+            for count in [101, 150, 1000] {
+                assert_eq!(
+                    read(count, newest_first),
+                    (count - 50..count).collect::<Vec<_>>(),
+                    "{count} revisions, newest first: {newest_first}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn revisions_of_the_same_second_keep_the_order_they_were_made_in() {
+        let at = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let edit = |text: &str, seconds: i64| IssueEdit {
+            editor: None,
+            edited_at: at + chrono::Duration::seconds(seconds),
+            body: Some(text.into()),
+        };
+        let made = ["a", "b", "c", "d"];
+        let oldest_first = vec![edit("a", 0), edit("b", 1), edit("c", 1), edit("d", 2)];
+        let mut newest_first = oldest_first.clone();
+        newest_first.reverse();
+        for listed in [oldest_first, newest_first] {
+            let bodies: Vec<String> = newest_contiguous_edits(listed.clone(), listed, 4)
+                .into_iter()
+                .map(|edit| edit.body.unwrap())
+                .collect();
+            assert_eq!(bodies, made);
+        }
     }
 }

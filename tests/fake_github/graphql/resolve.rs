@@ -12,7 +12,8 @@
 //! - `Repository.issue` resolves issues that are not pull requests (a pull request's number is
 //!   GitHub's `NOT_FOUND`); `Issue.body` is `""` for a body GitHub holds as null;
 //! - `userContentEdits` lists the body's revisions newest first (the original, by the author at
-//!   creation time, last), none for a body never edited; it alone takes cursors
+//!   creation time, last; oldest first with `edits_listed_oldest_first`), none for a body never
+//!   edited; it alone takes cursors
 //!   (`after`/`before`, from its `pageInfo`) and an unknown cursor is `INVALID_CURSOR_ARGUMENTS`;
 //! - `viewer` is the account of the request's token, its `databaseId` the REST `id`.
 
@@ -463,7 +464,10 @@ fn user_content_edits(
     number: u64,
     arguments: &Map<String, Value>,
 ) -> FieldResult {
-    let edits: Vec<BodyEdit> = state.body_edits_of(number).iter().rev().cloned().collect();
+    let mut edits: Vec<BodyEdit> = state.body_edits_of(number).to_vec();
+    if !state.edits_listed_oldest_first {
+        edits.reverse();
+    }
     let total = edits.len();
     let cursor = |name: &str| -> Result<Option<usize>, FieldError> {
         match arguments.get(name).and_then(Value::as_str) {
