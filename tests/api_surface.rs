@@ -1,12 +1,13 @@
-//! README's list of GitHub requests is the one klaud makes. The table under "GitHub requests"
-//! names each REST operation (method and path template) and GraphQL root field, and the modes
-//! that send it. Three things hold it to the code:
-//! - its REST operations are exactly those of `tests/openapi/github-subset.json`, whose answers
-//!   the fake GitHub is held to by `tests/fake_github_openapi.rs`;
+//! The GitHub requests klaud documents are the ones it makes. `docs/github-requests.md` has a
+//! table naming each REST operation (method and path template) and GraphQL root field, and the
+//! modes that send it; README lists the same requests. Four things hold them to the code:
+//! - README's list and the table name the same requests;
+//! - the table's REST operations are exactly those of `tests/openapi/github-subset.json`, whose
+//!   answers the fake GitHub is held to by `tests/fake_github_openapi.rs`;
 //! - every mode, run as the action runs it in a world where it has work (`mode_runs_support`),
 //!   sends only requests the table lists for that mode;
-//! - every row is sent by at least one of those runs or by the write-heavy passes below, so the
-//!   table keeps no request klaud stopped making.
+//! - every row is sent by at least one of those runs or by the busier passes below, so the table
+//!   keeps no request klaud stopped making.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 #![allow(clippy::duplicate_mod)] // github_mode_support and recover_support each bring step_support
@@ -35,11 +36,15 @@ use recover_support::{BOT, Pass, World};
 use regex::Regex;
 use serde_json::Value;
 
+const TABLE: &str = include_str!("../docs/github-requests.md");
 const README: &str = include_str!("../README.md");
 const SUBSET: &str = include_str!("openapi/github-subset.json");
-const HEADING: &str = "## GitHub requests";
-/// How the table abbreviates the repository's path prefix.
-const REPO_PREFIX: (&str, &str) = ("{repo}", "/repos/{owner}/{repo}");
+/// README's section that lists the requests.
+const README_HEADING: &str = "## GitHub requests";
+/// The repository's path, which the table abbreviates and README's list puts first.
+const REPOSITORY_PATH: &str = "/repos/{owner}/{repo}";
+/// How the table abbreviates it.
+const REPO_PREFIX: &str = "{repo}";
 
 /// One request kind: a REST operation or a GraphQL root field.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,21 +62,16 @@ impl std::fmt::Display for Request {
     }
 }
 
-/// README's table: each request and the modes that send it.
+/// The table of `docs/github-requests.md`: each request and the modes that send it.
 struct Table {
     rows: BTreeMap<Request, BTreeSet<String>>,
 }
 
 impl Table {
     fn read() -> Self {
-        let start = README
-            .find(&format!("\n{HEADING}\n"))
-            .unwrap_or_else(|| panic!("README.md has a `{HEADING}` section"));
-        let section = &README[start + HEADING.len() + 2..];
-        let section = &section[..section.find("\n## ").unwrap_or(section.len())];
         let code = Regex::new("`([^`]+)`").unwrap();
         let mut rows = BTreeMap::new();
-        for line in section.lines().filter(|line| line.starts_with("| `")) {
+        for line in TABLE.lines().filter(|line| line.starts_with("| `")) {
             let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
             assert!(cells.len() >= 2, "a row names a request and modes: {line}");
             let spans: Vec<&str> = code
@@ -92,7 +92,7 @@ impl Table {
             } else {
                 Request::Rest {
                     method: method.to_string(),
-                    template: path.replacen(REPO_PREFIX.0, REPO_PREFIX.1, 1),
+                    template: path.replacen(REPO_PREFIX, REPOSITORY_PATH, 1),
                 }
             };
             let modes: BTreeSet<String> = code
@@ -108,7 +108,7 @@ impl Table {
                 "{request} is listed once"
             );
         }
-        assert!(!rows.is_empty(), "the `{HEADING}` section has a table");
+        assert!(!rows.is_empty(), "docs/github-requests.md has a table");
         Table { rows }
     }
 
@@ -364,8 +364,55 @@ fn observed() -> BTreeMap<String, Vec<(Request, String)>> {
     observed
 }
 
+/// README's list: its first code span is the repository's path, the other REST operations are
+/// under it, and the GraphQL root fields are the spans that are bare names.
+fn readme_list() -> BTreeSet<Request> {
+    let start = README
+        .find(&format!("\n{README_HEADING}\n"))
+        .unwrap_or_else(|| panic!("README.md has a `{README_HEADING}` section"));
+    let section = &README[start + README_HEADING.len() + 2..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let rest = Regex::new(r"^(GET|POST|PUT|PATCH|DELETE) (/\S*)$").unwrap();
+    let field = Regex::new(r"^[a-z][A-Za-z]+$").unwrap();
+    let mut listed = BTreeSet::new();
+    for span in Regex::new("`([^`]+)`").unwrap().captures_iter(section) {
+        let span = span[1].split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Some(operation) = rest.captures(&span) {
+            let path = &operation[2];
+            if path == "/graphql" {
+                continue;
+            }
+            let template = if path.starts_with(REPOSITORY_PATH) {
+                path.to_string()
+            } else {
+                format!("{REPOSITORY_PATH}{path}")
+            };
+            listed.insert(Request::Rest {
+                method: operation[1].to_string(),
+                template,
+            });
+        } else if field.is_match(&span) {
+            listed.insert(Request::Graphql { field: span });
+        }
+    }
+    listed
+}
+
 #[test]
-fn the_readme_lists_the_rest_operations_the_fake_is_held_to() {
+fn the_readme_lists_the_requests_of_the_table() {
+    let listed = readme_list();
+    let table: BTreeSet<Request> = Table::read().rows.into_keys().collect();
+    let only_readme: Vec<String> = listed.difference(&table).map(ToString::to_string).collect();
+    let only_table: Vec<String> = table.difference(&listed).map(ToString::to_string).collect();
+    assert!(
+        only_readme.is_empty() && only_table.is_empty(),
+        "README.md lists, docs/github-requests.md does not: {only_readme:?}\n\
+         docs/github-requests.md lists, README.md does not: {only_table:?}"
+    );
+}
+
+#[test]
+fn the_table_lists_the_rest_operations_the_fake_is_held_to() {
     let subset: Value = serde_json::from_str(SUBSET).unwrap();
     let held: BTreeSet<String> = subset["operations"]
         .as_object()
@@ -377,12 +424,12 @@ fn the_readme_lists_the_rest_operations_the_fake_is_held_to() {
     assert_eq!(
         listed.difference(&held).collect::<Vec<_>>(),
         Vec::<&String>::new(),
-        "listed in README.md but not in tests/openapi/extract.mjs's OPERATIONS"
+        "listed in docs/github-requests.md but not in tests/openapi/extract.mjs's OPERATIONS"
     );
     assert_eq!(
         held.difference(&listed).collect::<Vec<_>>(),
         Vec::<&String>::new(),
-        "in tests/openapi/extract.mjs's OPERATIONS but not listed in README.md"
+        "in tests/openapi/extract.mjs's OPERATIONS but not listed in docs/github-requests.md"
     );
 }
 
@@ -409,7 +456,7 @@ fn every_request_a_mode_sends_is_listed_for_that_mode_and_every_row_is_sent() {
     unlisted.dedup();
     assert!(
         unlisted.is_empty(),
-        "README.md's `{HEADING}` misses:\n{}",
+        "docs/github-requests.md misses:\n{}",
         unlisted.join("\n")
     );
     let never: Vec<String> = table

@@ -3,7 +3,7 @@
 //! heading of the Markdown file it names (GitHub's slugs: lower case, punctuation dropped, spaces
 //! as `-`, a repeated heading numbered `-1`, `-2`, …). The code spans of the documentation that
 //! name a repository path (`src/…`, `tests/…`, `docs/…`, …) must name one that exists, so the
-//! codemap of ARCHITECTURE.md cannot keep a file that moved.
+//! codemap of ARCHITECTURE.md cannot keep a file that moved. README.md stays under 15,000 bytes.
 
 #![allow(clippy::disallowed_methods)] // lists the tracked files with git
 
@@ -447,5 +447,15 @@ fn the_readme_gives_the_test_command_ci_runs_and_the_demo() {
     assert!(
         ci.lines().any(|line| line == "cargo test --locked"),
         ".ci/run runs the exact test command README.md gives: `cargo test --locked`"
+    );
+}
+
+#[test]
+fn the_readme_stays_a_five_minute_read() {
+    // Details belong in docs/: README.md stays under 15,000 bytes.
+    let size = std::fs::metadata(root().join("README.md")).unwrap().len();
+    assert!(
+        size <= 15_000,
+        "README.md is {size} bytes; move details to docs/"
     );
 }
