@@ -668,3 +668,39 @@ fn a_missing_run_id_is_bad_input_before_anything_is_read() {
     assert!(log.contains("GITHUB_RUN_ID"), "{log}");
     assert!(server.request_log().is_empty());
 }
+
+#[test]
+fn a_parked_session_whose_resumes_no_job_adopted_for_six_hours_is_not_dispatched_again() {
+    let mut world = World::new();
+    let parent = world.finished_planner(8, &["p"]);
+    world.claim("p", parent);
+    let commits = vec![world.bot_commit("p", 8)];
+    let number = world.bot_pull("p", true, commits, &["klaud-parked"]);
+    let first_dispatch = world.ago(7 * 3600);
+    let session = world.session("p", SessionState::Parked, parent, Some(number));
+    session.resuming = Some(klaud::core::ledger::Resuming {
+        by_run: parent,
+        at: chrono::TimeZone::timestamp_opt(&chrono::Utc, first_dispatch.0, 0).unwrap(),
+    });
+    let server = world.start();
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    assert!(
+        server.with_state(|state| state.dispatches.is_empty()),
+        "{}",
+        pass.summary()
+    );
+    assert!(
+        pass.summary()
+            .contains("held: no job has adopted a resume of it since"),
+        "{}",
+        pass.summary()
+    );
+    assert_eq!(pull_state(&server, number).labels, ["klaud-parked"]);
+    assert_eq!(
+        stored_ledger(&server).sessions[0].state,
+        SessionState::Parked
+    );
+}

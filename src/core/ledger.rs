@@ -196,12 +196,16 @@ pub struct Note {
     pub text: String,
 }
 
-/// A resume recovery dispatched, waiting for its job to adopt the session.
+/// A resume recovery dispatched, waiting for its job to adopt the session. It stays when the
+/// session is parked again with no job having adopted it, `at` then being the first of those
+/// dispatches (a dashboard *resume now* starts it afresh): recovery holds a session whose
+/// resumes no job adopted for six hours.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Resuming {
     /// The recovery run that dispatched the candidate workflow.
     pub by_run: u64,
+    /// When the first dispatch no job has adopted since was made.
     pub at: DateTime<Utc>,
 }
 

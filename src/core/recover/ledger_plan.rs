@@ -321,8 +321,8 @@ fn park_sessions<'p>(
                 && session.parent_run == record.parent_run
         });
         if let Some(session) = session {
+            // A resume no job adopted stays recorded: how long that has lasted holds it.
             session.state = SessionState::Parked;
-            session.resuming = None;
             if let Some(attempt) = session.attempts.last_mut().filter(|a| a.end.is_none()) {
                 attempt.end = Some(AttemptEnd::JobEnded);
                 attempt.ended_at = Some(now);
@@ -398,12 +398,18 @@ fn resume_session(
     }) else {
         return false;
     };
+    // Resumes no job adopted keep counting from the first, unless the dashboard asked again.
+    let asked_again = next.steering.resume_first.contains_key(&resume.candidate);
+    let since = match &session.resuming {
+        Some(earlier) if !asked_again => earlier.at,
+        _ => now,
+    };
     session.state = SessionState::Live;
     session.parent_run = own_run;
     session.parent_attempt = None;
     session.resuming = Some(Resuming {
         by_run: own_run,
-        at: now,
+        at: since,
     });
     let family = session.family.clone();
     for claim in next.claims.iter_mut().filter(|claim| {

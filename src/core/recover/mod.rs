@@ -46,6 +46,7 @@ pub use ledger_plan::{
     ClaimRelease, LeaseStanding, LedgerPlan, OutcomeRecord, ParkRecord, ResumeRecord,
 };
 pub use legacy::listing_prefixes;
+pub use resume::UNADOPTED_RESUMES_HELD_AFTER;
 
 /// What a pass knows about itself.
 #[derive(Debug, Clone)]

@@ -4,10 +4,15 @@
 //! passes running at once never exceed it. Parked sessions that stay parked keep their label.
 //! While the dashboard's pause is ticked or the daily budget is used up (contract §10), nothing
 //! is resumed: every parked session stays parked with the reason. A session the dashboard's
-//! *resume now* put first in line is offered the room before the older ones.
+//! *resume now* put first in line is offered the room before the older ones. A session whose
+//! resumes no job has adopted for [`UNADOPTED_RESUMES_HELD_AFTER`] (the candidate workflow's runs
+//! end before `session`) is held until the dashboard asks again, so a broken workflow is not
+//! dispatched on every pass.
 
 use super::labels::status_label_sync;
 use std::collections::BTreeMap;
+
+use chrono::Duration;
 
 use super::{CandidateDecision, CandidateReport, Facts, Seen, Verdict, decision};
 use crate::core::cost::budget_exhausted;
@@ -17,6 +22,11 @@ use crate::core::ownership::{CommitOwnership, commit_ownership};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation, PullRequestCheck};
 use crate::core::recover::ledger_plan::ResumeRecord;
 use crate::core::snapshot::PullRequestFact;
+
+/// How long resumes of a session may go without a job adopting one before recovery stops
+/// dispatching them: a dispatched job adopts within minutes unless its run fails before
+/// `session`, and recovery runs about hourly, so this is a handful of failed runs.
+pub const UNADOPTED_RESUMES_HELD_AFTER: Duration = Duration::hours(6);
 
 /// Parked sessions, oldest first, start again while live sessions stay under the cap; the
 /// others keep their parked status label.
@@ -55,6 +65,12 @@ pub(super) fn resume_parked(
                 "budget-exhausted: nothing is resumed: {}",
                 exhausted.figures()
             )))
+        } else if let Some(since) = held_since(facts, session) {
+            Err(StaysParked(format!(
+                "held: no job has adopted a resume of it since {} (the candidate workflow's runs \
+                 end before `session`); tick resume now on the dashboard to try again",
+                since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )))
         } else if room == 0 {
             Err(StaysParked(format!(
                 "waiting for room under the cap ({live} live of {max_candidates})"
@@ -68,6 +84,19 @@ pub(super) fn resume_parked(
         decisions.push((id, resumed_or_parked));
     }
     decisions
+}
+
+/// Since when the session's resumes have gone unadopted, when that is long enough to hold it and
+/// the dashboard has not asked for it again.
+fn held_since(facts: &Facts<'_>, session: &Session) -> Option<chrono::DateTime<chrono::Utc>> {
+    let since = session.resuming.as_ref()?.at;
+    let asked_again = facts
+        .snapshot
+        .ledger
+        .steering
+        .resume_first
+        .contains_key(&session.candidate);
+    (facts.context.now - since >= UNADOPTED_RESUMES_HELD_AFTER && !asked_again).then_some(since)
 }
 
 /// The parked sessions of the candidates decided `parked`: those the dashboard put first in

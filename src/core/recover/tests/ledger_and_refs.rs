@@ -101,6 +101,113 @@ fn a_used_up_daily_budget_resumes_nothing_and_says_the_figures() {
     assert_eq!(world.plan().with_verdict(Verdict::Resumed), ["p0"]);
 }
 
+/// A parked session of `p0` with its draft whose resumes no job has adopted since
+/// `hours_unadopted` ago.
+fn unadopted_resumes(hours_unadopted: i64) -> World {
+    let mut world = World::new();
+    world.bot_draft("p0", 20);
+    world.pull(20).labels = vec!["klaud-parked".into()];
+    world
+        .session("p0", SessionState::Parked, FINISHED_PARENT, Some(20))
+        .resuming = Some(crate::core::ledger::Resuming {
+        by_run: FINISHED_PARENT,
+        at: hours_ago(hours_unadopted),
+    });
+    world.snapshot.default_branch = Some(Ok("main".into()));
+    world
+}
+
+#[test]
+fn resumes_no_job_adopted_for_six_hours_are_held_until_the_dashboard_asks_again() {
+    assert_eq!(
+        unadopted_resumes(5).plan().with_verdict(Verdict::Resumed),
+        ["p0"],
+        "five hours: dispatched again"
+    );
+
+    let mut world = unadopted_resumes(6);
+    let plan = world.plan();
+    assert_eq!(plan.with_verdict(Verdict::Parked), ["p0"]);
+    assert_eq!(
+        report(&plan, "p0").reason,
+        format!(
+            "held: no job has adopted a resume of it since {} (the candidate workflow's runs end \
+             before `session`); tick resume now on the dashboard to try again",
+            hours_ago(6).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )
+    );
+    assert!(
+        actions(&plan, "p0").is_empty(),
+        "no dispatch; it keeps its label"
+    );
+
+    // A maintainer's *resume now*: dispatched again, and the six hours start afresh.
+    world.snapshot.ledger.steering.resume_first.insert(
+        "p0".into(),
+        crate::core::steering::Mark {
+            by: "maintainer-ann".into(),
+            at: hours_ago(1),
+        },
+    );
+    let plan = world.plan();
+    assert_eq!(plan.with_verdict(Verdict::Resumed), ["p0"]);
+    let (written, grants, _) = decide_first_write(&world.snapshot.ledger, &plan, &write_settings());
+    assert_eq!(grants.resumed.len(), 1);
+    let session = &written.unwrap().sessions[0];
+    assert_eq!(session.state, SessionState::Live);
+    assert_eq!(
+        session.resuming,
+        Some(crate::core::ledger::Resuming {
+            by_run: OWN_RUN,
+            at: now(),
+        })
+    );
+}
+
+#[test]
+fn a_resume_no_job_adopted_keeps_the_time_of_the_first_dispatch() {
+    let world = unadopted_resumes(2);
+    let plan = world.plan();
+    let (written, _, _) = decide_first_write(&world.snapshot.ledger, &plan, &write_settings());
+    let resumed = written.unwrap().sessions[0].clone();
+    assert_eq!(
+        resumed.resuming,
+        Some(crate::core::ledger::Resuming {
+            by_run: OWN_RUN,
+            at: hours_ago(2),
+        }),
+        "dispatched again, counted from the first dispatch"
+    );
+
+    // The dispatched run ends before `session`, and so does the pass that dispatched it (here
+    // the world's finished parent): the next pass parks the session again, and the resume
+    // stays recorded.
+    let mut next = World::new();
+    next.bot_draft("p0", 20);
+    next.snapshot.ledger.sessions.push(resumed);
+    next.snapshot.ledger.sessions[0].parent_run = FINISHED_PARENT;
+    next.snapshot.ledger.sessions[0]
+        .attempts
+        .push(crate::core::ledger::Attempt {
+            number: 1,
+            run: 71,
+            adopted_at: hours_ago(9),
+            deadline: hours_ago(4),
+            ended_at: Some(hours_ago(4)),
+            end: Some(crate::core::ledger::AttemptEnd::TimeRanOut),
+            runs: Vec::new(),
+            notes: Vec::new(),
+            notes_folded: 0,
+            agent: None,
+        });
+    let plan = next.plan();
+    assert_eq!(plan.with_verdict(Verdict::Parked), ["p0"], "{plan:?}");
+    let (written, _, _) = decide_first_write(&next.snapshot.ledger, &plan, &write_settings());
+    let parked = &written.unwrap().sessions[0];
+    assert_eq!(parked.state, SessionState::Parked);
+    assert_eq!(parked.resuming.as_ref().map(|r| r.at), Some(hours_ago(2)));
+}
+
 #[test]
 fn claims_are_released_after_cleanup_but_not_while_the_parent_runs() {
     let mut world = World::new();
