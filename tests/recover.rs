@@ -1,6 +1,7 @@
 //! `klaud recover` end to end against the fake GitHub (contract §4, §5): each guard of the
 //! abandonment sweep as its own test, the reference bug, reconciled outcomes, status labels, the
-//! recovery lease, legacy lock refs, the write budget and dry runs.
+//! recovery lease, legacy lock refs, the write budget, dry runs, and a parked session held
+//! once its resumes went unadopted for six hours.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 
