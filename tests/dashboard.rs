@@ -4,7 +4,8 @@
 //! *release hold* → the family is selectable, *pause* → `select` starts nothing and `recover`
 //! resumes nothing until it is unticked); a tick by a read-only account and one by a write
 //! account on the same body (only the second acts, the first is named); a tick read twice acts
-//! once; a tick after 150 revisions acts whether GitHub lists the history newest or oldest
+//! once; a job that ran the agent and `finish` without `session` counts toward the budget and
+//! the dashboard's cost, once; a tick after 150 revisions acts whether GitHub lists the history newest or oldest
 //! first; an issue someone else wrote is never edited; the body read by a real CommonMark/GFM
 //! parser, and its snapshot for the standard scenario.
 
@@ -227,6 +228,95 @@ fn a_readers_tick_is_ignored_and_named_and_a_writers_retry_now_is_picked_by_the_
 
     let (selection, selected) = select(&server, 9_003, &[("c", "c"), ("d", "d")]);
     assert_eq!(selected, ["c"], "{}", selection.summary());
+}
+
+/// A step of `mode` under `config` (`klaud.yml`), expecting exit 0.
+fn configured_step(
+    server: &FakeGitHubHandle,
+    run: u64,
+    config: &str,
+    mode: &str,
+    arguments: &[&str],
+) -> Pass {
+    let pass = Pass::new(run);
+    std::fs::write(pass.path("klaud.yml"), config).unwrap();
+    step(server, &pass, mode, arguments);
+    pass
+}
+
+#[test]
+fn a_job_that_ran_the_agent_without_session_counts_toward_the_budget_and_the_dashboard() {
+    let server = world().start();
+    let config = "budget:\n  daily-usd: 0.01\n";
+    let candidates = |pass: &Pass, ids: &[(&str, &str)]| {
+        let list: Vec<Value> = ids
+            .iter()
+            .map(|(id, family)| serde_json::json!({"id": id, "family": family}))
+            .collect();
+        let file = pass.path("candidates.json");
+        std::fs::write(&file, Value::Array(list).to_string()).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let planner = Pass::new(9_001);
+    std::fs::write(planner.path("klaud.yml"), config).unwrap();
+    let file = candidates(&planner, &[("c1", "f1")]);
+    step(&server, &planner, "select", &["--candidates", &file]);
+    assert_eq!(planner.ids("candidates"), ["c1"]);
+
+    // The candidate job of the minimal flow: the agent, then finish, with no session step;
+    // finish runs twice in the same job (a re-run of the step).
+    let record = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/claude-code-action-execution-file-sample.json");
+    let record = record.to_str().unwrap();
+    let finish_arguments = [
+        "--candidate",
+        "c1",
+        "--outcome",
+        "failed",
+        "--agent-outcome",
+        "failure",
+        "--execution-file",
+        record,
+        "--cancel-wait",
+        "0",
+    ];
+    let job = configured_step(&server, 9_100, config, "finish", &finish_arguments);
+    assert!(job.summary().contains("$0.0347"), "{}", job.summary());
+    configured_step(&server, 9_100, config, "finish", &finish_arguments);
+    let ledger = stored_ledger(&server);
+    let session = &ledger.sessions[0];
+    assert_eq!(session.outcome, Some(Outcome::Failed));
+    assert!(
+        session.attempts.is_empty(),
+        "no session step adopted the job"
+    );
+    assert_eq!(session.unadopted_jobs.len(), 1, "counted once per job");
+    assert_eq!(session.unadopted_jobs[0].run, 9_100);
+    assert_eq!(session.unadopted_jobs[0].agent.cost_usd, Some(0.0347));
+
+    let next = Pass::new(9_200);
+    std::fs::write(next.path("klaud.yml"), config).unwrap();
+    let file = candidates(&next, &[("c2", "f2"), ("c3", "f3")]);
+    let log = step(&server, &next, "select", &["--candidates", &file]);
+    let figures = "$0.03 recorded in the last 24 hours, budget $0.01";
+    assert!(log.contains(figures), "{log}");
+    assert!(next.ids("candidates").is_empty());
+    let selection: Value =
+        serde_json::from_str(&std::fs::read_to_string(next.path("out/selection.json")).unwrap())
+            .unwrap();
+    assert_eq!(selection["deferred-reason"], "budget-exhausted");
+    for candidate in selection["candidates"].as_array().unwrap() {
+        assert_eq!(candidate["decision"], "budget-exhausted", "{candidate}");
+        let message = candidate["reason"]["message"].as_str().unwrap();
+        assert!(message.ends_with(figures), "{message}");
+    }
+
+    configured_step(&server, 9_300, config, "status", &["--dashboard"]);
+    let (_, body) = dashboard(&server);
+    assert!(
+        body.contains("$0.03 over 1 agent runs with a recorded cost; last 24 hours $0.03 of the daily budget of $0.01"),
+        "{body}"
+    );
 }
 
 #[test]

@@ -61,6 +61,7 @@ pub fn ledger_of(sessions: &[ScenarioSession]) -> Ledger {
             pending_outcome: None,
             attempts: Vec::new(),
             resuming: None,
+            unadopted_jobs: Vec::new(),
         });
         if session.state == ScenarioState::Live {
             ledger.claims.push(Claim {

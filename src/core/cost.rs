@@ -1,6 +1,7 @@
-//! What the agent runs cost, as the ledger records it (contract §10): every attempt `finish`
-//! ended carries its execution record, so the cost of a window is the sum over the attempts that
-//! ended in it, parked ones included. From it: whether the daily budget is used up (`select`
+//! What the agent runs cost, as the ledger records it (contract §10): `finish` keeps every job's
+//! execution record once, on the attempt `session` adopted or as a job nobody adopted
+//! ([`Session::agent_runs`]), so the cost of a window is the sum over the agent runs recorded in
+//! it, parked sessions' included. From it: whether the daily budget is used up (`select`
 //! starts nothing and `recover` resumes nothing then), and the cost and sessions per outcome
 //! over the last days that `status` shows.
 
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::ledger::{Attempt, Ledger, Session, SessionState};
+use super::ledger::{Ledger, Session, SessionState};
 use super::policy::Policy;
 
 /// The window of the daily budget.
@@ -17,23 +18,17 @@ pub const BUDGET_WINDOW_HOURS: i64 = 24;
 /// The window of the cost `status` shows.
 pub const REPORT_WINDOW_DAYS: i64 = 7;
 
-/// When an attempt's cost counts as recorded: when its job ended, else when it was adopted.
-fn recorded_at(attempt: &Attempt) -> DateTime<Utc> {
-    attempt.ended_at.unwrap_or(attempt.adopted_at)
-}
-
-/// The cost of `session`'s attempts recorded at or after `since`, and how many of them carry a
-/// cost.
+/// The cost of `session`'s agent runs recorded at or after `since`, and how many of them carry
+/// a cost.
 fn session_cost_since(session: &Session, since: DateTime<Utc>) -> (f64, usize) {
     session
-        .attempts
-        .iter()
-        .filter(|attempt| recorded_at(attempt) >= since)
-        .filter_map(|attempt| attempt.agent.as_ref()?.cost_usd)
+        .agent_runs()
+        .filter(|(recorded_at, _)| *recorded_at >= since)
+        .filter_map(|(_, agent)| agent.cost_usd)
         .fold((0.0, 0), |(sum, count), cost| (sum + cost, count + 1))
 }
 
-/// The cost of every attempt recorded at or after `since`, whatever became of its session.
+/// The cost of every agent run recorded at or after `since`, whatever became of its session.
 pub fn recorded_cost_since(ledger: &Ledger, since: DateTime<Utc>) -> f64 {
     ledger
         .sessions
@@ -80,9 +75,10 @@ pub fn budget_exhausted(
 #[serde(rename_all = "kebab-case")]
 pub struct CostReport {
     pub days: i64,
-    /// Every attempt's recorded cost in the window.
+    /// Every agent run's recorded cost in the window.
     pub total_usd: f64,
-    /// Attempts in the window whose execution record carried a cost.
+    /// Agent runs in the window whose execution record carried a cost (adopted attempts and jobs
+    /// nobody adopted).
     pub attempts_with_cost: usize,
     /// The daily budget, when one is configured.
     pub daily_budget_usd: Option<f64>,
@@ -151,6 +147,7 @@ pub fn cost_report(ledger: &Ledger, policy: &Policy, now: DateTime<Utc>) -> Cost
 mod tests {
     use super::*;
     use crate::core::execution::AgentRecord;
+    use crate::core::ledger::{Attempt, JobRef};
     use crate::core::outcome::Outcome;
     use crate::core::policy::tests::inferencex_policy;
 
@@ -278,5 +275,81 @@ mod tests {
             ],
             "the session finished ten days ago is outside the window"
         );
+    }
+
+    fn costing(cost: f64) -> AgentRecord {
+        AgentRecord {
+            cost_usd: Some(cost),
+            ..AgentRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_job_no_session_adopted_counts_once_per_job() {
+        let mut ledger = Ledger::empty();
+        ledger.claim_family("c1", "f1", 9, hours_ago(3)).unwrap();
+        let job = JobRef {
+            run: 500,
+            run_attempt: 1,
+        };
+        assert!(ledger.record_agent_run("c1", job, &costing(0.03), hours_ago(1)));
+        // finish run again in the same job keeps nothing more.
+        assert!(!ledger.record_agent_run("c1", job, &costing(0.03), hours_ago(1)));
+        ledger.finish_session("c1", Outcome::Failed, true, hours_ago(1));
+        assert!(!ledger.record_agent_run("c1", job, &costing(0.03), now()));
+        assert!((recorded_cost_since(&ledger, hours_ago(24)) - 0.03).abs() < 1e-9);
+        assert_eq!(
+            budget_exhausted(&ledger, &with_budget(0.01), now()).map(|b| b.recorded_usd),
+            Some(0.03)
+        );
+        // A re-run of the job is another agent run.
+        let rerun = JobRef {
+            run: 500,
+            run_attempt: 2,
+        };
+        assert!(ledger.record_agent_run("c1", rerun, &costing(0.02), now()));
+        let report = cost_report(&ledger, &with_budget(1.0), now());
+        assert_eq!(report.attempts_with_cost, 2);
+        assert!((report.total_usd - 0.05).abs() < 1e-9, "{report:?}");
+        assert_eq!(
+            ledger.sessions[0].unadopted_jobs.len(),
+            2,
+            "kept as jobs nobody adopted"
+        );
+    }
+
+    #[test]
+    fn an_adopted_jobs_record_goes_on_its_attempt_once() {
+        let mut ledger = Ledger::empty();
+        ledger.claim_family("c1", "f1", 9, hours_ago(3)).unwrap();
+        let mut adopted = attempt(1, None, None);
+        adopted.agent = None;
+        ledger.sessions[0].attempts = vec![adopted];
+        let job = JobRef {
+            run: 101,
+            run_attempt: 1,
+        };
+        assert!(ledger.record_agent_run("c1", job, &costing(2.0), hours_ago(1)));
+        assert!(!ledger.record_agent_run("c1", job, &costing(2.0), hours_ago(1)));
+        let session = &ledger.sessions[0];
+        assert!(session.unadopted_jobs.is_empty());
+        assert_eq!(session.attempts[0].agent, Some(costing(2.0)));
+        assert!((recorded_cost_since(&ledger, hours_ago(24)) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_session_keeps_the_last_unadopted_jobs_only() {
+        let mut ledger = Ledger::empty();
+        ledger.claim_family("c1", "f1", 9, hours_ago(3)).unwrap();
+        for run in 0..(crate::core::ledger::UNADOPTED_JOBS_KEPT as u64 + 5) {
+            let job = JobRef {
+                run: 1000 + run,
+                run_attempt: 1,
+            };
+            assert!(ledger.record_agent_run("c1", job, &costing(1.0), hours_ago(1)));
+        }
+        let kept = &ledger.sessions[0].unadopted_jobs;
+        assert_eq!(kept.len(), crate::core::ledger::UNADOPTED_JOBS_KEPT);
+        assert_eq!(kept[0].run, 1005, "the oldest are dropped");
     }
 }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::execution::AgentRecord;
-use super::ledger::{AttemptEnd, Ledger, Session, SessionState};
+use super::ledger::{AttemptEnd, JobRef, Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
 use super::plan::{
@@ -30,8 +30,9 @@ pub struct FinishRequest {
     pub agent_ran: bool,
     /// Leave the session parked instead of finishing it.
     pub park: bool,
-    /// This job's run (`GITHUB_RUN_ID`): its attempt, if `session` adopted one, is ended.
-    pub run: u64,
+    /// This job (`GITHUB_RUN_ID`, `GITHUB_RUN_ATTEMPT`): its attempt, if `session` adopted one,
+    /// is ended; its execution record is kept once whether or not one was adopted.
+    pub job: JobRef,
     /// Why the attempt ends: its time ran out (parked), or the session's outcome.
     pub attempt_end: AttemptEnd,
     /// The runs on the session's branch this job saw, kept with the attempt.
@@ -622,6 +623,9 @@ pub fn record(
     now: DateTime<Utc>,
 ) -> Option<Ledger> {
     let mut next = ledger.clone();
+    if let Some(agent) = &request.agent {
+        next.record_agent_run(&request.candidate, request.job, agent, now);
+    }
     let mut open = next.sessions.iter_mut().rev().find(|session| {
         session.candidate == request.candidate && session.state != SessionState::Finished
     });
@@ -632,14 +636,13 @@ pub fn record(
                 .attempts
                 .iter_mut()
                 .rev()
-                .find(|a| a.run == request.run)
+                .find(|a| a.run == request.job.run)
         })
         .filter(|attempt| attempt.end.is_none())
     {
         attempt.end = Some(request.attempt_end);
         attempt.ended_at = Some(now);
         attempt.runs = request.runs_seen.clone();
-        attempt.agent = request.agent.clone();
     }
     match plan.cleanup {
         Cleanup::LeftAlone | Cleanup::Parked => {
@@ -657,9 +660,8 @@ pub fn record(
             if let (Some(session), Some(number)) = (open, plan.pull_request) {
                 session.pull_request = Some(number);
             }
-            if !next.finish_session(&request.candidate, plan.outcome, request.agent_ran, now) {
-                return None;
-            }
+            // Already finished: nothing changes but an execution record not kept before.
+            next.finish_session(&request.candidate, plan.outcome, request.agent_ran, now);
         }
     }
     (next != *ledger).then_some(next)

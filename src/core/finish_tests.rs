@@ -28,6 +28,7 @@ fn session() -> Session {
         pending_outcome: None,
         attempts: Vec::new(),
         resuming: None,
+        unadopted_jobs: Vec::new(),
     }
 }
 
@@ -37,7 +38,10 @@ fn request(outcome: Outcome) -> FinishRequest {
         outcome,
         agent_ran: true,
         park: false,
-        run: 70,
+        job: JobRef {
+            run: 70,
+            run_attempt: 1,
+        },
         attempt_end: AttemptEnd::Finished,
         runs_seen: Vec::new(),
         agent: None,

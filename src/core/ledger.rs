@@ -129,6 +129,52 @@ pub struct Session {
     /// dispatched may adopt it, and clears this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resuming: Option<Resuming>,
+    /// Jobs that ran the agent and `finish` without a `session` step adopting them (the minimal
+    /// flow, or a `session` step that failed before adopting): what their execution records
+    /// said, oldest first, the last [`UNADOPTED_JOBS_KEPT`], so that their cost counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unadopted_jobs: Vec<UnadoptedJob>,
+}
+
+/// How many [`Session::unadopted_jobs`] a session keeps.
+pub const UNADOPTED_JOBS_KEPT: usize = 20;
+
+/// A job of the candidate workflow that no `session` step adopted, as `finish` recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct UnadoptedJob {
+    /// The job's run (`GITHUB_RUN_ID`).
+    pub run: u64,
+    /// The run's attempt (`GITHUB_RUN_ATTEMPT`): a re-run job is another agent run.
+    pub run_attempt: u32,
+    /// When `finish` read the job's execution record.
+    pub ended_at: DateTime<Utc>,
+    /// What the agent's execution record said.
+    pub agent: AgentRecord,
+}
+
+/// One job of the candidate workflow: its run and the run's attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRef {
+    pub run: u64,
+    pub run_attempt: u32,
+}
+
+impl Session {
+    /// Every agent run of the session whose execution record `finish` kept, with when its cost
+    /// counts as recorded: the attempts `session` adopted (when their job ended, else when it
+    /// was adopted) and the jobs nobody adopted.
+    pub fn agent_runs(&self) -> impl Iterator<Item = (DateTime<Utc>, &AgentRecord)> {
+        let adopted = self.attempts.iter().filter_map(|attempt| {
+            let agent = attempt.agent.as_ref()?;
+            Some((attempt.ended_at.unwrap_or(attempt.adopted_at), agent))
+        });
+        let unadopted = self
+            .unadopted_jobs
+            .iter()
+            .map(|job| (job.ended_at, &job.agent));
+        adopted.chain(unadopted)
+    }
 }
 
 /// One job of a session, adopted by `session`.
@@ -460,6 +506,7 @@ impl Ledger {
             pending_outcome: None,
             attempts: Vec::new(),
             resuming: None,
+            unadopted_jobs: Vec::new(),
         });
         Ok(())
     }
@@ -507,6 +554,72 @@ impl Ledger {
         let parent_run = session.parent_run;
         self.claims
             .retain(|claim| !(claim.family == family && claim.parent_run == parent_run));
+        true
+    }
+
+    /// The session of `candidate` a job speaks of: its open one, else its newest.
+    pub fn session_of(&self, candidate: &str) -> Option<&Session> {
+        self.session_index_of(candidate)
+            .map(|index| &self.sessions[index])
+    }
+
+    fn session_index_of(&self, candidate: &str) -> Option<usize> {
+        let mut of_candidate = self
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, session)| session.candidate == candidate);
+        of_candidate
+            .clone()
+            .rev()
+            .find(|(_, session)| session.state != SessionState::Finished)
+            .or_else(|| of_candidate.next_back())
+            .map(|(index, _)| index)
+    }
+
+    /// Keeps what `job`'s execution record said on the session of `candidate`, once per job, so
+    /// that its cost counts (contract §10): on the attempt the job adopted (attempt 1 of the
+    /// run `session` adopted), else as an [`UnadoptedJob`]. Returns false when it was already
+    /// kept or the candidate has no session.
+    pub fn record_agent_run(
+        &mut self,
+        candidate: &str,
+        job: JobRef,
+        agent: &AgentRecord,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let Some(index) = self.session_index_of(candidate) else {
+            return false;
+        };
+        let session = &mut self.sessions[index];
+        let adopted = (job.run_attempt == 1)
+            .then(|| session.attempts.iter_mut().rev().find(|a| a.run == job.run))
+            .flatten();
+        if let Some(attempt) = adopted {
+            if attempt.agent.is_some() {
+                return false;
+            }
+            attempt.agent = Some(agent.clone());
+            return true;
+        }
+        let known = session
+            .unadopted_jobs
+            .iter()
+            .any(|kept| kept.run == job.run && kept.run_attempt == job.run_attempt);
+        if known {
+            return false;
+        }
+        session.unadopted_jobs.push(UnadoptedJob {
+            run: job.run,
+            run_attempt: job.run_attempt,
+            ended_at: now,
+            agent: agent.clone(),
+        });
+        let excess = session
+            .unadopted_jobs
+            .len()
+            .saturating_sub(UNADOPTED_JOBS_KEPT);
+        session.unadopted_jobs.drain(..excess);
         true
     }
 

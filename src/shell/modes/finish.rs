@@ -25,7 +25,7 @@ use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
 };
-use crate::core::ledger::{AttemptEnd, Session, SessionState};
+use crate::core::ledger::{AttemptEnd, JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
 use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
@@ -86,12 +86,8 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
     let mut inputs = read_inputs(arguments)?;
     let (agent_result, structured_output) = read_agent_result(context, arguments);
     outcome_from_structured_output(context, &mut inputs, structured_output.as_ref());
-    let own_run = context
-        .environment
-        .github_run_id
-        .as_deref()
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        .unwrap_or(0);
+    let job = own_job(context);
+    let own_run = job.run;
     let connection = connect(context, &arguments.github)?;
     let policy = &context.policy;
     let reporter = &context.reporter;
@@ -101,7 +97,9 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         .load()
         .await
         .map_err(|error| StepError::failed(format!("the ledger could not be read: {error}")))?;
-    let session = newest_session(&loaded.ledger.sessions, &inputs.candidate)
+    let session = loaded
+        .ledger
+        .session_of(&inputs.candidate)
         .cloned()
         .ok_or_else(|| {
             StepError::failed(format!(
@@ -145,7 +143,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         outcome: inputs.outcome,
         agent_ran: inputs.agent_outcome != "skipped",
         park,
-        run: own_run,
+        job,
         attempt_end: match deadline {
             DeadlineVerdict::Park { .. } => AttemptEnd::TimeRanOut,
             _ => AttemptEnd::Finished,
@@ -352,14 +350,18 @@ fn runs_seen(facts: &FinishFacts) -> Vec<u64> {
     runs
 }
 
-/// The candidate's open session, else its newest finished one (finishing again refreshes it).
-fn newest_session<'a>(sessions: &'a [Session], candidate: &str) -> Option<&'a Session> {
-    let mut of_candidate = sessions.iter().filter(|s| s.candidate == candidate);
-    of_candidate
-        .clone()
-        .rev()
-        .find(|session| session.state != SessionState::Finished)
-        .or_else(|| of_candidate.next_back())
+/// This job: `GITHUB_RUN_ID` (0 outside GitHub Actions) and `GITHUB_RUN_ATTEMPT` (1 when
+/// absent).
+fn own_job(context: &StepContext) -> JobRef {
+    let number = |value: Option<&str>| value.and_then(|text| text.trim().parse::<u64>().ok());
+    let environment = &context.environment;
+    JobRef {
+        run: number(environment.github_run_id.as_deref()).unwrap_or(0),
+        run_attempt: number(environment.github_run_attempt.as_deref())
+            .and_then(|attempt| u32::try_from(attempt).ok())
+            .filter(|attempt| *attempt > 0)
+            .unwrap_or(1),
+    }
 }
 
 /// Reads what the decision needs about the candidate's pull request, runs and branch.

@@ -136,6 +136,7 @@ impl World {
             pending_outcome: None,
             attempts: Vec::new(),
             resuming: None,
+            unadopted_jobs: Vec::new(),
         });
         self.snapshot.ledger.sessions.last_mut().unwrap()
     }

@@ -85,6 +85,7 @@ impl World {
             pending_outcome: None,
             attempts: Vec::new(),
             resuming: None,
+            unadopted_jobs: Vec::new(),
         });
         self.ledger.sessions.last_mut().unwrap()
     }
