@@ -1,6 +1,7 @@
-//! The matching rules and the batch split against real InferenceX data, read in place (see
-//! `inferencex_fixtures`): every case of `matching/matching-table.yaml`, and every group of
-//! recorded producer runs that one batched invocation could replace.
+//! The matching rules and the batch split against real InferenceX data
+//! (`tests/fixtures/inferencex/`, read through `inferencex_fixtures`): every case of
+//! `matching/matching-table.yaml`, and every group of recorded producer runs that one batched
+//! invocation could replace.
 
 mod inferencex_fixtures;
 
@@ -24,9 +25,7 @@ const IMAGE_MISMATCH_CASE: &str = "sn-newest-b200-vllm-dep8-c64";
 
 #[test]
 fn every_case_of_the_matching_table_finds_its_expected_entries() {
-    let Some(fixtures) = inferencex_fixtures("matching table") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let cases = matching_cases(&fixtures);
     assert!(cases.len() >= 12, "the table has {} cases", cases.len());
     for case in &cases {
@@ -52,9 +51,7 @@ fn every_case_of_the_matching_table_finds_its_expected_entries() {
 
 #[test]
 fn every_case_of_the_matching_table_gets_the_contract_verdict() {
-    let Some(fixtures) = inferencex_fixtures("matching table verdicts") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     for case in matching_cases(&fixtures) {
         let id = case["id"].as_str().unwrap();
         let entries = producer_entries(&fixtures, case["producer_output"].as_str().unwrap());
@@ -85,9 +82,7 @@ fn every_case_of_the_matching_table_gets_the_contract_verdict() {
 
 #[test]
 fn the_one_worker_aggregate_single_node_row_matches_only_under_the_one_worker_rule() {
-    let Some(fixtures) = inferencex_fixtures("one-worker rule") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let case = matching_cases(&fixtures)
         .into_iter()
         .find(|case| case.get("expected_with_one_worker_rule").is_some())
@@ -144,9 +139,7 @@ fn batchable_groups(
 
 #[test]
 fn a_batched_output_splits_back_into_exactly_the_recorded_per_key_outputs() {
-    let Some(fixtures) = inferencex_fixtures("batch split") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let runs = recorded_runs(&fixtures);
     let groups = batchable_groups(&runs);
     assert!(groups.len() >= 4, "{} batchable groups", groups.len());
@@ -193,9 +186,7 @@ fn a_batched_output_splits_back_into_exactly_the_recorded_per_key_outputs() {
 
 #[test]
 fn verdicts_on_a_split_share_equal_verdicts_on_the_candidates_own_run() {
-    let Some(fixtures) = inferencex_fixtures("verdicts on a split share") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let runs = recorded_runs(&fixtures);
     let groups = batchable_groups(&runs);
     let cases = matching_cases(&fixtures);

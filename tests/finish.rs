@@ -530,11 +530,11 @@ fn a_missing_outcome_file_records_no_outcome() {
     assert!(!session.agent_ran);
 }
 
-/// A file of the real agent CLI's data (`../shared/fixtures/claude-code/`), read in place.
+/// A file of the real agent CLI's data, in `tests/fixtures/claude-code/`.
 fn agent_fixture(name: &str) -> std::path::PathBuf {
-    let root = std::env::var("KLAUD_FIXTURES")
-        .unwrap_or_else(|_| format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR")));
-    std::path::Path::new(&root).join("claude-code").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code")
+        .join(name)
 }
 
 #[test]

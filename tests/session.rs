@@ -231,21 +231,17 @@ fn check_stop(server: &FakeGitHubHandle, pass: &Pass, input: &str) -> (String, u
     (stdout, log.len() - before)
 }
 
+/// The real agent CLI's Stop hook input (`tests/fixtures/claude-code/stop-hook-inputs.json`).
 fn stop_input() -> String {
     let inputs: Value = serde_json::from_str(
         &std::fs::read_to_string(format!(
-            "{}/claude-code/stop-hook-inputs.json",
-            fixtures_dir()
+            "{}/tests/fixtures/claude-code/stop-hook-inputs.json",
+            env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap(),
     )
     .unwrap();
     inputs["first-stop"].to_string()
-}
-
-fn fixtures_dir() -> String {
-    std::env::var("KLAUD_FIXTURES")
-        .unwrap_or_else(|_| format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR")))
 }
 
 fn decision(stdout: &str) -> Option<Value> {

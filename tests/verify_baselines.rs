@@ -1,6 +1,6 @@
 //! `klaud verify-baselines` end to end: the real binary, real git worktrees, and stand-in
 //! producers (see `verify_baselines_support`) that answer like the recorded InferenceX producers
-//! (see `inferencex_fixtures`; tests needing them pass loudly when they are absent).
+//! (`tests/fixtures/inferencex/`, read through `inferencex_fixtures`).
 
 #![allow(clippy::disallowed_methods)] // spawns git and klaud
 
@@ -105,9 +105,7 @@ const IMAGE_MISMATCH_CASE: &str = "sn-newest-b200-vllm-dep8-c64";
 
 #[test]
 fn every_matching_table_case_gets_its_verdict_through_the_binary_with_one_run_per_head() {
-    let Some(fixtures) = inferencex_fixtures("matching table through the binary") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let scenario = table_scenario(&fixtures, "replay");
     let runner = VerifyBaselinesRunner::new(&scenario.repository.path);
     let run = runner.run(&json!(scenario.candidates));
@@ -213,9 +211,7 @@ fn every_matching_table_case_gets_its_verdict_through_the_binary_with_one_run_pe
 
 #[test]
 fn the_fallback_works_against_a_real_argparse_producer_that_predates_the_flag() {
-    let Some(fixtures) = inferencex_fixtures("argparse fallback") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let scenario = table_scenario(&fixtures, "argparse");
     let old: Vec<Value> = scenario
         .candidates
@@ -257,9 +253,7 @@ fn the_fallback_works_against_a_real_argparse_producer_that_predates_the_flag() 
 
 #[test]
 fn candidates_batched_at_one_head_get_the_records_they_get_when_run_alone() {
-    let Some(fixtures) = inferencex_fixtures("batched equals alone") else {
-        return;
-    };
+    let fixtures = inferencex_fixtures();
     let scenario = table_scenario(&fixtures, "replay");
     let newest_head = scenario
         .candidates

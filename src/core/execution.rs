@@ -225,12 +225,12 @@ fn denials_per_tool(denials: Option<&Value>) -> BTreeMap<String, u32> {
 mod tests {
     use super::*;
 
-    /// A file of the real agent CLI's data (`../shared/fixtures/claude-code/`), read in place.
+    /// A file of the real agent CLI's data, in `tests/fixtures/claude-code/`.
     fn fixture(name: &str) -> String {
-        let root = option_env!("KLAUD_FIXTURES")
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR")));
-        let path = format!("{root}/claude-code/{name}");
+        let path = format!(
+            "{}/tests/fixtures/claude-code/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
         std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"))
     }
 

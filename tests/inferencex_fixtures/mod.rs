@@ -1,38 +1,17 @@
-//! Reads the real InferenceX fixtures where they are: `../shared/fixtures/inferencex` from the
-//! repository root, or `$KLAUD_FIXTURES/inferencex`. Nothing of them is copied into this
-//! repository. When they are absent a test says so loudly and passes, unless
-//! `KLAUD_REQUIRE_FIXTURES` is set to something other than `0` (`.ci/run` sets it), in which case it fails.
+//! Reads the real InferenceX fixtures in `tests/fixtures/inferencex/`: the producer runs and
+//! their outputs (`producer/`), the matching table (`matching/`) and the public API rows it names
+//! (`public/`), copied byte for byte from the public InferenceX repositories' data (see
+//! `tests/fixtures/README.md`).
 
 #![allow(dead_code)] // each test crate uses a part of this module
-#![allow(clippy::disallowed_methods)] // reads KLAUD_FIXTURES and KLAUD_REQUIRE_FIXTURES
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-/// The `inferencex` fixture folder, or `None` (after saying so) when it is absent.
-pub fn inferencex_fixtures(test: &str) -> Option<PathBuf> {
-    let root = match std::env::var_os("KLAUD_FIXTURES") {
-        Some(root) => PathBuf::from(root),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"),
-    };
-    let folder = root.join("inferencex");
-    if folder.join("index.yaml").is_file() {
-        return Some(folder);
-    }
-    let message = format!(
-        "\n!!!!!!!!!!\n!!! {test}: the InferenceX fixtures are absent ({} has no index.yaml);\n\
-         !!! this test checked NOTHING. Point KLAUD_FIXTURES at the folder holding inferencex/.\n!!!!!!!!!!\n",
-        folder.display()
-    );
-    // Straight to the process's stderr: the test harness would hide an `eprintln!` of a
-    // passing test.
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
-    if std::env::var("KLAUD_REQUIRE_FIXTURES").is_ok_and(|value| !value.is_empty() && value != "0")
-    {
-        panic!("KLAUD_REQUIRE_FIXTURES is set and the fixtures are absent: {message}");
-    }
-    None
+/// The `inferencex` fixture folder.
+pub fn inferencex_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inferencex")
 }
 
 /// A YAML or JSON fixture file as JSON.
