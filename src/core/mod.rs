@@ -6,6 +6,7 @@ pub mod candidate;
 pub mod cooldown;
 pub mod cost;
 pub mod dashboard;
+pub mod discovery;
 pub mod execution;
 pub mod finish;
 pub mod github_state;
