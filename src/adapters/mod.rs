@@ -1,5 +1,6 @@
 //! IO adapters: they run programs and talk to services, and decide nothing.
 
+pub mod feeds;
 pub mod github;
 pub mod ledger_store;
 pub mod npm;
