@@ -98,6 +98,10 @@ pub enum Mode {
     /// Choose the candidates to start under cooldowns, occupancy and the concurrent cap, and
     /// claim their families in the ledger
     Select(SelectArgs),
+    /// Find candidates: render every master-config family with the repository's own generator,
+    /// match its observations against the public image catalog, and write candidates.json and
+    /// discovery.json (reads only)
+    Discover(DiscoverArgs),
     /// Reconcile interrupted sessions, sweep abandoned work without touching a maintainer's, set
     /// status labels, release claims, delete legacy lock refs and resume parked sessions
     Recover(RecoverArgs),
@@ -175,6 +179,22 @@ pub struct VerifyBaselinesArgs {
     /// Repository whose history holds the producer heads [default: $GITHUB_WORKSPACE]
     #[arg(long, env = "KLAUD_REPO_PATH", value_name = "DIR")]
     pub repo_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    /// The repository checkout whose master configs and generator are read, at its HEAD
+    /// [default: $GITHUB_WORKSPACE]
+    #[arg(long, env = "KLAUD_REPO_PATH", value_name = "DIR")]
+    pub repo_path: Option<PathBuf>,
+
+    /// Directory of kept family renderings, reused while a family's master file, the runners
+    /// file and the generator's sources are unchanged [default: <directory>/discovery-renderings]
+    #[arg(long, env = "KLAUD_RENDER_CACHE", value_name = "DIR")]
+    pub render_cache: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub github: GitHubArgs,
 }
 
 #[derive(Debug, Args)]

@@ -44,6 +44,134 @@ pub struct Config {
     pub budget: BudgetSettings,
     /// The dashboard issue `status --dashboard` and `recover` keep (contract §10).
     pub dashboard: DashboardSettings,
+    /// Where `discover` finds candidates: the master configs, the generator's arguments, the
+    /// public feeds and the publisher's spellings (contract §11).
+    pub discovery: DiscoverySettings,
+}
+
+/// `discovery` (contract §11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DiscoverySettings {
+    /// Glob patterns of the master configs, relative to the repository (`*` matches within one
+    /// path segment); every top-level key of a matching file is a family. A file under a
+    /// `deprecated/` folder is never matched.
+    pub configs: Vec<String>,
+    /// The runners file the generator is given (`--runner-config`).
+    pub runner_config: String,
+    /// The public feeds.
+    pub feeds: FeedSettings,
+    /// Per field (`model`, `hardware`, `framework`, `precision`, `spec_method`), a generator
+    /// value and the value the catalog publishes for it; a null `spec_method` is looked up as "".
+    pub published_as: BTreeMap<String, BTreeMap<String, String>>,
+    /// An entry without its own `disagg` is disaggregated when its framework is published with
+    /// one of these prefixes.
+    pub disagg_framework_prefixes: Vec<String>,
+    /// The publisher's display model per model prefix (`dsr1: DeepSeek-R1-0528`), used to look a
+    /// discovered candidate's baseline up when its review names none (`baseline-model`).
+    pub models: BTreeMap<String, String>,
+    /// How many candidates one planner run proposes for review (1–256).
+    pub review_batch_size: usize,
+    /// Earlier branch prefixes whose branches and pull requests still occupy their family.
+    pub legacy_branch_prefixes: Vec<String>,
+}
+
+/// `discovery.feeds`: an `https://` URL (or `http://127.0.0.1…` for tests) or a local file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FeedSettings {
+    /// The newest published image per observation (`latest-images`).
+    pub images: String,
+    /// Published result rows [default: `/api/v1/benchmarks` on the images feed's origin;
+    /// required when the images feed is a file].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmarks: Option<String>,
+    /// Which commit each producing run ran [default: `/api/v1/workflow-info` on the images
+    /// feed's origin; required when the images feed is a file].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_info: Option<String>,
+}
+
+impl Default for FeedSettings {
+    fn default() -> Self {
+        FeedSettings {
+            images: "https://inferencex.semianalysis.com/api/v1/latest-images".into(),
+            benchmarks: None,
+            workflow_info: None,
+        }
+    }
+}
+
+impl Default for DiscoverySettings {
+    fn default() -> Self {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(from, to)| (from.to_string(), to.to_string()))
+                .collect()
+        };
+        DiscoverySettings {
+            configs: vec!["configs/*-master.yaml".into()],
+            runner_config: "configs/runners.yaml".into(),
+            feeds: FeedSettings::default(),
+            published_as: BTreeMap::from([
+                (
+                    "framework".to_string(),
+                    map(&[
+                        ("sglang-disagg", "mori-sglang"),
+                        ("atom-disagg", "mooncake-atom"),
+                        ("dynamo-trtllm", "dynamo-trt"),
+                        ("trtllm", "trt"),
+                    ]),
+                ),
+                (
+                    "precision".to_string(),
+                    map(&[("nvfp4", "fp4"), ("mxfp4", "fp4")]),
+                ),
+                (
+                    "model".to_string(),
+                    map(&[("gptoss", "gptoss120b"), ("dsv4pro", "dsv4")]),
+                ),
+                ("spec_method".to_string(), map(&[("", "none")])),
+            ]),
+            disagg_framework_prefixes: vec!["mori-".into()],
+            models: map(&[("dsr1", "DeepSeek-R1-0528"), ("dsv4", "DeepSeek-V4-Pro")]),
+            review_batch_size: crate::core::discovery::DEFAULT_REVIEW_BATCH_SIZE,
+            legacy_branch_prefixes: vec!["klaude/auto-".into()],
+        }
+    }
+}
+
+/// The fields `discovery.published-as` may name.
+pub const PUBLISHED_FIELDS: [&str; 5] =
+    ["model", "hardware", "framework", "precision", "spec_method"];
+
+impl DiscoverySettings {
+    /// The publisher's spellings, for the decision.
+    pub fn spellings(&self) -> crate::core::discovery::observation::PublishedSpellings {
+        crate::core::discovery::observation::PublishedSpellings {
+            fields: self.published_as.clone(),
+            disagg_framework_prefixes: self.disagg_framework_prefixes.clone(),
+        }
+    }
+}
+
+/// Whether `text` may name a feed: an `https://` URL with a host, `http://127.0.0.1…` (tests),
+/// or a path (its existence is checked by the mode that reads it).
+pub fn feed_shape_problem(text: &str) -> Option<&'static str> {
+    if text.trim().is_empty() {
+        return Some("must not be empty");
+    }
+    if let Some(rest) = text.strip_prefix("https://") {
+        return (rest.is_empty() || rest.starts_with('/')).then_some("names no host");
+    }
+    if let Some(rest) = text.strip_prefix("http://") {
+        let loopback =
+            rest == "127.0.0.1" || rest.starts_with("127.0.0.1:") || rest.starts_with("127.0.0.1/");
+        return (!loopback).then_some("must be an https:// URL (http:// only for 127.0.0.1)");
+    }
+    text.contains("://")
+        .then_some("must be an https:// URL or a file path")
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -136,6 +264,7 @@ impl Default for Config {
             session: SessionLimits::default(),
             budget: BudgetSettings::default(),
             dashboard: DashboardSettings::default(),
+            discovery: DiscoverySettings::default(),
         }
     }
 }
@@ -388,6 +517,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be a label name of 1 to 50 characters without a comma",
         ));
     }
+    validate_discovery(&config.discovery)?;
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");
         let Some(outcome) = Outcome::parse(name) else {
@@ -402,6 +532,100 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         if !days.is_finite() || *days < 0.0 {
             return Err(invalid(&key, "must be a number of days of at least 0"));
         }
+    }
+    Ok(())
+}
+
+fn validate_discovery(discovery: &DiscoverySettings) -> Result<(), ConfigError> {
+    if discovery.configs.is_empty() {
+        return Err(invalid("discovery.configs", "needs at least one pattern"));
+    }
+    for pattern in &discovery.configs {
+        if pattern.trim().is_empty()
+            || pattern.starts_with('/')
+            || pattern.split('/').any(|part| part == "..")
+        {
+            return Err(invalid(
+                "discovery.configs",
+                &format!("'{pattern}' must be a non-empty path inside the repository"),
+            ));
+        }
+    }
+    if discovery.runner_config.trim().is_empty() {
+        return Err(invalid("discovery.runner-config", "must not be empty"));
+    }
+    let feeds = [
+        ("discovery.feeds.images", Some(&discovery.feeds.images)),
+        (
+            "discovery.feeds.benchmarks",
+            discovery.feeds.benchmarks.as_ref(),
+        ),
+        (
+            "discovery.feeds.workflow-info",
+            discovery.feeds.workflow_info.as_ref(),
+        ),
+    ];
+    for (key, value) in feeds {
+        if let Some(problem) = value.and_then(|text| feed_shape_problem(text)) {
+            return Err(invalid(key, problem));
+        }
+    }
+    let images_is_url = discovery.feeds.images.contains("://");
+    if !images_is_url {
+        for (key, value) in &feeds[1..] {
+            if value.is_none() {
+                return Err(invalid(
+                    key,
+                    "must be given when discovery.feeds.images is a file",
+                ));
+            }
+        }
+    }
+    for field in discovery.published_as.keys() {
+        if !PUBLISHED_FIELDS.contains(&field.as_str()) {
+            return Err(invalid(
+                &format!("discovery.published-as.{field}"),
+                &format!(
+                    "is not a field that is spelled ({})",
+                    PUBLISHED_FIELDS.join(", ")
+                ),
+            ));
+        }
+    }
+    if discovery
+        .disagg_framework_prefixes
+        .iter()
+        .any(|p| p.is_empty())
+    {
+        return Err(invalid(
+            "discovery.disagg-framework-prefixes",
+            "a prefix must not be empty",
+        ));
+    }
+    for (prefix, model) in &discovery.models {
+        if model.trim().is_empty() {
+            return Err(invalid(
+                &format!("discovery.models.{prefix}"),
+                "must not be empty",
+            ));
+        }
+    }
+    let (low, high) = crate::core::discovery::REVIEW_BATCH_LIMITS;
+    if !(low..=high).contains(&discovery.review_batch_size) {
+        return Err(invalid(
+            "discovery.review-batch-size",
+            &format!("must be from {low} to {high}"),
+        ));
+    }
+    if discovery
+        .legacy_branch_prefixes
+        .iter()
+        .any(|p| p.trim().is_empty())
+    {
+        return Err(invalid(
+            "discovery.legacy-branch-prefixes",
+            "a prefix must not be empty",
+        ));
     }
     Ok(())
 }

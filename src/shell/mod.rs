@@ -63,6 +63,7 @@ pub async fn run(arguments: Vec<OsString>, environment: Environment) -> u8 {
         Mode::InstallCli(arguments) => modes::install_cli::run(&context, arguments).await,
         Mode::VerifyBaselines(arguments) => modes::verify_baselines::run(&context, arguments).await,
         Mode::Select(arguments) => modes::select::run(&context, arguments).await,
+        Mode::Discover(arguments) => modes::discover::run(&context, arguments).await,
         Mode::Recover(arguments) => modes::recover::run(&context, arguments).await,
         Mode::Finish(arguments) => modes::finish::run(&context, arguments).await,
         Mode::Wake(arguments) => modes::wake::run(&context, arguments).await,

@@ -449,7 +449,7 @@ fn code(name: &str) -> String {
 
 /// `name` as an inert code span inside a table cell (a `|` escaped, as GFM tables need even in
 /// code spans).
-fn cell(name: &str) -> String {
+pub fn cell(name: &str) -> String {
     code_span(name, true)
 }
 

@@ -79,7 +79,8 @@ pub struct PublishedSpellings {
 }
 
 impl PublishedSpellings {
-    fn spell(&self, field: &str, value: &str) -> String {
+    /// `value` of `field` as the publisher spells it (itself when no spelling is configured).
+    pub fn spell(&self, field: &str, value: &str) -> String {
         self.fields
             .get(field)
             .and_then(|spellings| spellings.get(value))

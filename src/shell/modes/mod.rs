@@ -1,6 +1,7 @@
 //! One module per mode. Each reads as: gather facts → decide in `core` → report → act.
 
 pub mod check_stop;
+pub mod discover;
 pub mod finish;
 pub mod install_cli;
 pub mod note;

@@ -8,7 +8,7 @@
 //! outputs and summary. A dry run decides on the ledger as read and writes nothing to GitHub; its
 //! outputs select nothing, so no job starts a session that holds no claim.
 
-mod facts;
+pub(crate) mod facts;
 mod inputs;
 mod report;
 

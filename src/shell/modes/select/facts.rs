@@ -66,14 +66,26 @@ pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHub
 }
 
 /// Runs the capacity command once with every target the candidates name, when one is
-/// configured and some candidate names targets. Its stderr goes to the log only, fenced; the
-/// answer records only the kind of a failure.
+/// configured and some candidate names targets.
 pub async fn consult_capacity_gate(
     settings: &CapacitySettings,
     candidates: &[Candidate],
     reporter: &Reporter,
 ) -> CapacityGate {
-    let (Some(argv), Some(targets)) = (&settings.command, targets_to_ask(candidates)) else {
+    match targets_to_ask(candidates) {
+        Some(targets) => ask_capacity_gate(settings, &targets, reporter).await,
+        None => CapacityGate::Open,
+    }
+}
+
+/// Runs the capacity command once with `targets`, when one is configured. Its stderr goes to
+/// the log only, fenced; the answer records only the kind of a failure.
+pub async fn ask_capacity_gate(
+    settings: &CapacitySettings,
+    targets: &[String],
+    reporter: &Reporter,
+) -> CapacityGate {
+    let Some(argv) = &settings.command else {
         return CapacityGate::Open;
     };
     let Some((program, args)) = argv.split_first() else {

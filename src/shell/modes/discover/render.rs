@@ -1,0 +1,367 @@
+//! The families of the repository's master configs and their renderings (contract §11): the
+//! files `discovery.configs` matches (never under a `deprecated/` folder), each one's top-level
+//! keys, and each key rendered by the repository's own generator at the checkout — several at
+//! once, up to the machine's cores — or taken from the render cache while its inputs are
+//! unchanged: the master file, the runners file, the generator's sources, and the command.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::adapters::process::{ChildCommand, ChildEnvironment, run_child};
+
+/// Bytes of one rendering's stdout kept; more is an unrenderable family.
+pub const RENDER_STDOUT_LIMIT: usize = 32 * 1024 * 1024;
+
+/// The files the patterns match, relative to `root`, sorted and once. `*` and `?` match
+/// within one path segment; a path with a `deprecated` folder is never matched.
+pub fn matching_files(root: &Path, pattern: &str) -> Vec<String> {
+    let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let mut found = Vec::new();
+    walk(root, "", &segments, &mut found);
+    found.retain(|path: &String| {
+        let mut folders: Vec<&str> = path.split('/').collect();
+        folders.pop();
+        !folders.contains(&"deprecated")
+    });
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn walk(root: &Path, prefix: &str, segments: &[&str], found: &mut Vec<String>) {
+    let Some((segment, rest)) = segments.split_first() else {
+        return;
+    };
+    let here = root.join(prefix);
+    let join = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}/{name}")
+        }
+    };
+    let mut names: Vec<String> = Vec::new();
+    if segment.contains('*') || segment.contains('?') {
+        if let Ok(entries) = std::fs::read_dir(&here) {
+            for entry in entries.flatten() {
+                if let Some(name) = entry.file_name().to_str()
+                    && segment_matches(segment, name)
+                {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    } else {
+        names.push(segment.to_string());
+    }
+    for name in names {
+        let path = join(&name);
+        let full = root.join(&path);
+        if rest.is_empty() {
+            if full.is_file() {
+                found.push(path);
+            }
+        } else if full.is_dir() {
+            walk(root, &path, rest, found);
+        }
+    }
+}
+
+/// `*` any run of characters, `?` one character, anything else itself.
+fn segment_matches(pattern: &str, name: &str) -> bool {
+    fn matches(pattern: &[char], name: &[char]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some(('*', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
+            Some(('?', rest)) => !name.is_empty() && matches(rest, &name[1..]),
+            Some((character, rest)) => name.first() == Some(character) && matches(rest, &name[1..]),
+        }
+    }
+    let pattern: Vec<char> = pattern.chars().collect();
+    let name: Vec<char> = name.chars().collect();
+    matches(&pattern, &name)
+}
+
+/// The top-level keys of a master file, in file order, or why it has none.
+pub fn top_level_keys(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read it: {error}"))?;
+    let document: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).map_err(|error| format!("not valid YAML: {error}"))?;
+    let serde_yaml_ng::Value::Mapping(mapping) = document else {
+        return Err("its top level is not a mapping".into());
+    };
+    mapping
+        .keys()
+        .map(|key| match key {
+            serde_yaml_ng::Value::String(name) => Ok(name.clone()),
+            other => Err(format!("a top-level key is not a string: {other:?}")),
+        })
+        .collect()
+}
+
+/// How the generator is run.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    pub root: PathBuf,
+    pub interpreter: OsString,
+    /// The entrypoint, relative to `root`.
+    pub entrypoint: String,
+    pub runner_config: String,
+    pub timeout: Duration,
+    pub environment: Vec<(OsString, OsString)>,
+    /// Renderings at once.
+    pub parallel: usize,
+    /// Where renderings are kept between runs.
+    pub cache: PathBuf,
+}
+
+/// One family to render.
+#[derive(Debug, Clone)]
+pub struct FamilyJob {
+    pub file: String,
+    pub key: String,
+}
+
+impl FamilyJob {
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.file, self.key)
+    }
+}
+
+/// What rendering one family gave.
+#[derive(Debug, Clone)]
+pub enum RenderResult {
+    /// The generator's entries.
+    Entries(Value),
+    /// Why not, in one line.
+    Refused(String),
+}
+
+/// Totals of one discovery's renderings.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RenderCounts {
+    pub families: usize,
+    pub generator_runs: usize,
+    pub from_cache: usize,
+    pub refused: usize,
+}
+
+impl Generator {
+    fn arguments(&self, job: &FamilyJob) -> Vec<String> {
+        vec![
+            self.entrypoint.clone(),
+            "test-config".into(),
+            "--config-keys".into(),
+            job.key.clone(),
+            "--config-files".into(),
+            job.file.clone(),
+            "--runner-config".into(),
+            self.runner_config.clone(),
+        ]
+    }
+
+    /// The fingerprint of what the generator's sources are: every file in the entrypoint's
+    /// folder and below, by path and content.
+    pub fn sources_fingerprint(&self) -> String {
+        let folder = self
+            .root
+            .join(&self.entrypoint)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.root.clone());
+        let mut files = Vec::new();
+        collect_files(&folder, &mut files);
+        files.sort();
+        let mut hasher = Sha256::new();
+        for file in files {
+            let relative = file.strip_prefix(&self.root).unwrap_or(&file);
+            hasher.update(relative.to_string_lossy().as_bytes());
+            hasher.update([0]);
+            hasher.update(std::fs::read(&file).unwrap_or_default());
+            hasher.update([0]);
+        }
+        hex(&hasher.finalize())
+    }
+
+    /// Renders every job: from the cache while its inputs are unchanged, else with the
+    /// generator, `parallel` at once. Results come back in the jobs' order.
+    pub async fn render_all(&self, jobs: &[FamilyJob]) -> (Vec<RenderResult>, RenderCounts) {
+        let sources = self.sources_fingerprint();
+        let runners = std::fs::read(self.root.join(&self.runner_config)).unwrap_or_default();
+        let mut file_digests: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+        for job in jobs {
+            file_digests
+                .entry(job.file.as_str())
+                .or_insert_with(|| std::fs::read(self.root.join(&job.file)).unwrap_or_default());
+        }
+        let keys: Vec<String> = jobs
+            .iter()
+            .map(|job| {
+                let mut hasher = Sha256::new();
+                hasher.update(self.interpreter.to_string_lossy().as_bytes());
+                for argument in self.arguments(job) {
+                    hasher.update([0]);
+                    hasher.update(argument.as_bytes());
+                }
+                hasher.update([0]);
+                hasher.update(sources.as_bytes());
+                hasher.update([0]);
+                hasher.update(Sha256::digest(&runners));
+                hasher.update(Sha256::digest(&file_digests[job.file.as_str()]));
+                hex(&hasher.finalize())
+            })
+            .collect();
+        let results: Vec<(RenderResult, bool)> = futures::stream::iter(
+            jobs.iter()
+                .zip(&keys)
+                .map(|(job, key)| self.render_one(job, key)),
+        )
+        .buffered(self.parallel.max(1))
+        .collect()
+        .await;
+        let mut counts = RenderCounts {
+            families: jobs.len(),
+            ..RenderCounts::default()
+        };
+        for (result, cached) in &results {
+            if *cached {
+                counts.from_cache += 1;
+            } else {
+                counts.generator_runs += 1;
+            }
+            if matches!(result, RenderResult::Refused(_)) {
+                counts.refused += 1;
+            }
+        }
+        (
+            results.into_iter().map(|(result, _)| result).collect(),
+            counts,
+        )
+    }
+
+    /// One family: `(result, taken from the cache)`. Only successful renderings are kept: a
+    /// refusal is asked again next time.
+    async fn render_one(&self, job: &FamilyJob, key: &str) -> (RenderResult, bool) {
+        let kept = self.cache.join(format!("{key}.json"));
+        if let Ok(text) = std::fs::read_to_string(&kept)
+            && let Ok(entries) = serde_json::from_str::<Value>(&text)
+        {
+            return (RenderResult::Entries(entries), true);
+        }
+        let mut command =
+            ChildCommand::new(self.interpreter.clone(), self.timeout).args(self.arguments(job));
+        command.working_directory = Some(self.root.clone());
+        command.environment = ChildEnvironment::Only(self.environment.clone());
+        command.stdout_limit = RENDER_STDOUT_LIMIT;
+        let result = match run_child(&command).await {
+            Err(error) => {
+                RenderResult::Refused(format!("the generator could not be started: {error}"))
+            }
+            Ok(output) if output.timed_out => RenderResult::Refused(format!(
+                "the generator ran longer than {} s",
+                self.timeout.as_secs()
+            )),
+            Ok(output) if output.stdout_truncated => RenderResult::Refused(format!(
+                "the generator printed more than {RENDER_STDOUT_LIMIT} bytes"
+            )),
+            Ok(output) if output.exit != Some(0) => RenderResult::Refused(format!(
+                "the generator refused it ({}): {}",
+                match output.exit {
+                    Some(code) => format!("exit {code}"),
+                    None => "ended by a signal".to_string(),
+                },
+                output.last_stderr_line().unwrap_or("no message")
+            )),
+            Ok(output) => match serde_json::from_str::<Value>(&output.stdout) {
+                Ok(entries) => {
+                    if std::fs::create_dir_all(&self.cache).is_ok() {
+                        let temporary = self.cache.join(format!("{key}.json.partial"));
+                        if std::fs::write(&temporary, &output.stdout).is_ok() {
+                            let _ = std::fs::rename(&temporary, &kept);
+                        }
+                    }
+                    RenderResult::Entries(entries)
+                }
+                Err(error) => RenderResult::Refused(format!(
+                    "the generator printed something that is not JSON: {error}"
+                )),
+            },
+        };
+        (result, false)
+    }
+}
+
+fn collect_files(folder: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        // Bytecode caches change with every run and say nothing about the sources.
+        if name == "__pycache__" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            collect_files(&path, files);
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_match_stars_and_question_marks() {
+        assert!(segment_matches("*-master.yaml", "nvidia-master.yaml"));
+        assert!(!segment_matches("*-master.yaml", "runners.yaml"));
+        assert!(segment_matches("a?c", "abc"));
+        assert!(!segment_matches("a?c", "ac"));
+    }
+
+    #[test]
+    fn files_under_a_deprecated_folder_are_never_matched() {
+        let root = tempfile::tempdir().unwrap();
+        for path in [
+            "configs/amd-master.yaml",
+            "configs/nvidia-master.yaml",
+            "configs/runners.yaml",
+            "configs/deprecated/old-master.yaml",
+            "other/x-master.yaml",
+        ] {
+            let full = root.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, "a: 1\n").unwrap();
+        }
+        assert_eq!(
+            matching_files(root.path(), "configs/*-master.yaml"),
+            ["configs/amd-master.yaml", "configs/nvidia-master.yaml"]
+        );
+        assert_eq!(
+            matching_files(root.path(), "*/*-master.yaml"),
+            [
+                "configs/amd-master.yaml",
+                "configs/nvidia-master.yaml",
+                "other/x-master.yaml"
+            ]
+        );
+        assert_eq!(
+            matching_files(root.path(), "configs/*/*-master.yaml"),
+            Vec::<String>::new()
+        );
+    }
+}
