@@ -82,8 +82,8 @@ fn kind(node: &Value) -> String {
         other => panic!("a property without a type: {other}"),
     };
     let name = |single: &str| match single {
-        "array" => format!("list of {}s", kind(&node["items"])),
-        "object" => format!("map of {}s", kind(&node["additionalProperties"])),
+        "array" => format!("list of {}", plural(&kind(&node["items"]))),
+        "object" => format!("map of {}", plural(&kind(&node["additionalProperties"]))),
         other => other.to_string(),
     };
     types
@@ -91,6 +91,14 @@ fn kind(node: &Value) -> String {
         .map(|single| name(single))
         .collect::<Vec<_>>()
         .join(" or ")
+}
+
+/// A type named as several: its first word in the plural (`strings`, `maps of strings`).
+fn plural(kind: &str) -> String {
+    match kind.split_once(' ') {
+        Some((first, rest)) => format!("{first}s {rest}"),
+        None => format!("{kind}s"),
+    }
 }
 
 /// How the page writes a default: a string as itself, anything else as compact JSON, each in one
