@@ -33,7 +33,8 @@ impl Checkout {
         let generator = root.join("utils/matrix_logic");
         std::fs::create_dir_all(&generator).unwrap();
         std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/discovery_support/recorded_generator.py"),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/discovery_support/recorded_generator.py"),
             generator.join("generate_sweep_configs.py"),
         )
         .unwrap();
@@ -161,4 +162,3 @@ pub fn serve(feed: Feed) -> FeedServer {
 pub fn derived_catalog() -> Vec<u8> {
     std::fs::read(fixtures().join("discovery/latest-images-derived.json")).unwrap()
 }
-
