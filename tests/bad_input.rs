@@ -22,10 +22,11 @@ use klaud::core::ledger::SessionState;
 use klaud::core::outcome::Outcome;
 use serde_json::json;
 
-const ALL_MODES: [&str; 10] = [
+const ALL_MODES: [&str; 11] = [
     "install-cli",
     "verify-baselines",
     "select",
+    "discover",
     "recover",
     "finish",
     "wake",
@@ -34,8 +35,9 @@ const ALL_MODES: [&str; 10] = [
     "session",
     "note",
 ];
-const GITHUB_MODES: [&str; 8] = [
+const GITHUB_MODES: [&str; 9] = [
     "select",
+    "discover",
     "recover",
     "finish",
     "wake",
@@ -411,6 +413,161 @@ const ROWS: &[(&str, &str, Change)] = &[
         run.set("text-file", "missing-note.txt");
     }),
     ("`note`", "`text` blank", |run| run.set("text", "  ")),
+    (
+        "`discover`",
+        "no `repo-path` and no `GITHUB_WORKSPACE`",
+        |run| run.unset("repo-path"),
+    ),
+    ("`discover`", "`repo-path` not a directory", |run| {
+        run.set("repo-path", "missing-repository")
+    }),
+    (
+        "`discover`",
+        "`repo-path` a checkout without a commit",
+        |run| {
+            let checkout = run.step.path("checkout");
+            std::fs::remove_dir_all(checkout.join(".git")).unwrap();
+            git(&checkout, &["init", "-q"]);
+        },
+    ),
+    (
+        "`discover`",
+        "`discovery.feeds.images` a file that does not exist",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    images: missing-images.json\n    benchmarks: empty-feed.json\n    workflow-info: empty-feed.json\n",
+            )
+        },
+    ),
+    (
+        "`discover`",
+        "`discovery.feeds.images` a directory",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    images: checkout\n    benchmarks: empty-feed.json\n    workflow-info: empty-feed.json\n",
+            )
+        },
+    ),
+    (
+        "`discover`",
+        "`discovery.feeds.images` a URL with a user name and password",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    images: https://user:secret@example.com/api/v1/latest-images\n",
+            )
+        },
+    ),
+    (
+        "`discover`",
+        "`discovery.configs` a pattern that matches no file",
+        |run| discover_config(run, "  configs: ['configs/*-main.yaml']\n"),
+    ),
+    (
+        "`discover`",
+        "`discovery.runner-config` not a file in the checkout",
+        |run| std::fs::remove_file(run.step.path("checkout/configs/runners.yaml")).unwrap(),
+    ),
+    (
+        "`discover`",
+        "no `producer.entrypoints` file in the checkout (the generator)",
+        |run| std::fs::remove_file(run.step.path(DISCOVER_GENERATOR)).unwrap(),
+    ),
+    ("every mode", "config: `discovery: {configs: []}`", |run| {
+        run.file("klaud.yml", "discovery:\n  configs: []\n")
+    }),
+    (
+        "every mode",
+        "config: `discovery: {configs: ['../other/*-master.yaml']}` (outside the repository)",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  configs: ['../other/*-master.yaml']\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {runner-config: ''}`",
+        |run| run.file("klaud.yml", "discovery:\n  runner-config: ''\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {feeds: {images: 'http://example.com/latest-images'}}` (not https://)",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    images: 'http://example.com/latest-images'\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {feeds: {images: latest-images.json}}` (a file, without `benchmarks`)",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    images: latest-images.json\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {feeds: {workflow-info: 'ftp://example.com/workflow-info'}}`",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    workflow-info: 'ftp://example.com/workflow-info'\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {published-as: {colour: {red: rot}}}` (not a published field)",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  published-as:\n    colour:\n      red: rot\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {disagg-framework-prefixes: ['']}`",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  disagg-framework-prefixes: ['']\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {models: {dsr1: ''}}`",
+        |run| run.file("klaud.yml", "discovery:\n  models:\n    dsr1: ''\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {review-batch-size: 0}`",
+        |run| run.file("klaud.yml", "discovery:\n  review-batch-size: 0\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {review-batch-size: 257}`",
+        |run| run.file("klaud.yml", "discovery:\n  review-batch-size: 257\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {legacy-branch-prefixes: ['']}`",
+        |run| run.file("klaud.yml", "discovery:\n  legacy-branch-prefixes: ['']\n"),
+    ),
+    (
+        "every mode",
+        "config: unknown nested key `discovery: {bogus: 1}`",
+        |run| run.file("klaud.yml", "discovery:\n  bogus: 1\n"),
+    ),
     ("`check-stop`", "stdin not the hook's JSON", |run| {
         run.stdin = "Stop".into()
     }),
@@ -512,6 +669,69 @@ fn world() -> FakeGitHubHandle {
     world.start()
 }
 
+/// The generator of a valid `discover`'s checkout (the first default `producer.entrypoints`).
+const DISCOVER_GENERATOR: &str = "checkout/utils/matrix_logic/generate_sweep_configs.py";
+
+fn git(directory: &Path, arguments: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(arguments)
+        .current_dir(directory)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {arguments:?}");
+}
+
+/// A generator that renders nothing and leaves `generator-ran` in the step's root, so that a
+/// row can tell it was never run.
+const DISCOVER_GENERATOR_TEXT: &str = "import os\n\
+open(os.path.join(os.path.dirname(__file__), '../../../generator-ran'), 'w').close()\n\
+print('[]')\n";
+
+/// `discover`'s checkout: one master config with one family, the runners file and a generator
+/// that renders nothing, committed.
+fn discover_checkout(step: &Step) {
+    for (path, text) in [
+        (
+            "checkout/configs/x-master.yaml",
+            "k1:\n  image: vllm/vllm-openai:v1\n",
+        ),
+        ("checkout/configs/runners.yaml", "b200: [b200-1]\n"),
+        (DISCOVER_GENERATOR, DISCOVER_GENERATOR_TEXT),
+    ] {
+        let full = step.path(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    let checkout = step.path("checkout");
+    git(&checkout, &["init", "-q"]);
+    git(&checkout, &["add", "-A"]);
+    git(
+        &checkout,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "x",
+        ],
+    );
+    let catalog = json!([{"model": "dsr1", "hardware": "b200", "framework": "vllm",
+        "precision": "fp8", "spec_method": "none", "disagg": false, "isl": 1024, "osl": 1024,
+        "benchmark_type": "single_turn", "image": "vllm/vllm-openai:v1", "date": "2026-08-01"}]);
+    step.write("latest-images.json", &catalog.to_string());
+    step.write("empty-feed.json", "[]");
+}
+
+/// `discover`'s configuration: the bot, the feeds as local files and `more` of `discovery`.
+fn discover_config(run: &Invocation, more: &str) {
+    let feeds = "  feeds:\n    images: latest-images.json\n    benchmarks: empty-feed.json\n    workflow-info: empty-feed.json\n";
+    let config = format!("bot: {}\ndiscovery:\n{feeds}{more}", recover_support::BOT);
+    run.file("klaud.yml", &config);
+}
+
 /// The valid files and flags of each mode, before a row changes them.
 fn valid_invocation<'a>(step: &'a Step, mode: Option<&str>) -> Invocation<'a> {
     step.write("klaud.yml", &format!("bot: {}\n", recover_support::BOT));
@@ -564,6 +784,11 @@ fn valid_invocation<'a>(step: &'a Step, mode: Option<&str>) -> Invocation<'a> {
         Some("note") => {
             invocation.set("candidate", "a");
             invocation.set("text", "smoke passed");
+        }
+        Some("discover") => {
+            discover_checkout(step);
+            discover_config(&invocation, "");
+            invocation.set("repo-path", "checkout");
         }
         Some(HOOK_MODE) => {
             let context = step.write("session.json", "{}");
@@ -659,6 +884,10 @@ fn check(row: &DocumentedRow, change: Change, mode: Option<&str>) {
     assert!(
         !step.path("npm-calls").exists(),
         "{what}: npm was never called"
+    );
+    assert!(
+        !step.path("generator-ran").exists(),
+        "{what}: discover's generator was never run"
     );
     let requests = github_mode_support::requests(&server);
     match row.requests.as_str() {
