@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use clap::CommandFactory;
 use klaud::shell::cli::Cli;
 use klaud::shell::github::RequestReport;
+use klaud::shell::modes::discover::DiscoverOutputs;
 use klaud::shell::modes::finish::FinishOutputs;
 use klaud::shell::modes::install_cli::InstallCliOutputs;
 use klaud::shell::modes::prepare_review::PrepareReviewOutputs;
@@ -231,6 +232,13 @@ fn every_declared_output_is_one_the_binary_writes() {
         resume: false,
         requests,
     };
+    let discover = DiscoverOutputs {
+        has_candidates: false,
+        candidates: 0,
+        discovered: Vec::new(),
+        candidates_file: String::new(),
+        requests,
+    };
     let written: BTreeSet<String> = output_pairs(&sample)
         .expect("outputs serialize")
         .into_iter()
@@ -242,6 +250,7 @@ fn every_declared_output_is_one_the_binary_writes() {
         .chain(output_pairs(&status).expect("outputs serialize"))
         .chain(output_pairs(&recover).expect("outputs serialize"))
         .chain(output_pairs(&session).expect("outputs serialize"))
+        .chain(output_pairs(&discover).expect("outputs serialize"))
         .map(|(name, _)| name)
         .collect();
     for name in mapping_keys(&action["outputs"]) {
