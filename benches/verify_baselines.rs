@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use klaud::adapters::producer::ProducerSetup;
 use klaud::core::baseline::invocation::Batching;
 use klaud::core::candidate::parse_candidates;
+use klaud::shell::config::DiscoverySettings;
 use klaud::shell::modes::verify_baselines::{
-    BaselineStatus, PRODUCER_STDOUT_LIMIT, ProducerWorkOptions, plan_verification,
-    verify_candidates,
+    BaselineStatus, PRODUCER_STDOUT_LIMIT, PlannedCandidates, ProducerWorkOptions,
+    plan_verification, verify_candidates,
 };
 use serde_json::{Value, json};
 
@@ -119,7 +120,8 @@ fn library_pass(
     let parsed = parse_candidates(&candidates.to_string()).unwrap();
     let started = Instant::now();
     let report = runtime.block_on(verify_candidates(
-        &parsed,
+        &PlannedCandidates::as_given(&parsed),
+        &DiscoverySettings::default().spellings(),
         plan_verification(&parsed, batching),
         &options,
         |_| {},

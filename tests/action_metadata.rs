@@ -173,6 +173,7 @@ fn every_declared_output_is_one_the_binary_writes() {
         deferred: Vec::new(),
         producer_runs: 0,
         deferred_reasons: Default::default(),
+        feed_requests: 0,
     };
     let select = SelectOutputs {
         selected: false,

@@ -85,6 +85,20 @@ impl Invocation<'_> {
         let candidates = json!([{"id": "a", "family": "configs/x.yaml:a", "baseline": baseline}]);
         self.file("candidates.json", &candidates.to_string());
     }
+
+    /// A candidates file whose one candidate came from discovery (a `source`, no baseline),
+    /// with `change` applied to its source.
+    fn discovered_candidate(&self, change: fn(&mut serde_json::Value)) {
+        let mut source = json!({
+            "model": "dsr1", "hardware": "mi355x", "framework": "sglang", "precision": "fp4",
+            "spec_method": "none", "disagg": false, "benchmark_type": "single_turn",
+            "isl": 1024, "osl": 1024, "image": "lmsysorg/sglang:v0.5.9-rocm700-mi35x",
+            "date": "2026-02-27"
+        });
+        change(&mut source);
+        let candidates = json!([{"id": "a", "family": "configs/x.yaml:a", "source": source}]);
+        self.file("candidates.json", &candidates.to_string());
+    }
 }
 
 /// What each documented row changes in an otherwise valid invocation of its mode.
@@ -259,6 +273,43 @@ const ROWS: &[(&str, &str, Change)] = &[
                 json!({"producer": {"head": SHA, "args": ["test-config"]}, "points": [{}]}),
             );
             run.set("repo-path", "missing-repository");
+        },
+    ),
+    (
+        "`verify-baselines`",
+        "a discovered candidate's `source` that is no catalog row",
+        |run| run.discovered_candidate(|source| source["date"] = json!("yesterday")),
+    ),
+    (
+        "`verify-baselines`",
+        "no `GITHUB_REPOSITORY` (a discovered candidate to look up)",
+        |run| {
+            run.discovered_candidate(|_| {});
+            run.env("GITHUB_REPOSITORY", None);
+        },
+    ),
+    (
+        "`verify-baselines`",
+        "`discovery.feeds.benchmarks` a file that does not exist (a discovered candidate to look up)",
+        |run| {
+            run.discovered_candidate(|_| {});
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    benchmarks: missing-benchmarks.json\n",
+            );
+        },
+    ),
+    ("`verify-baselines`", "`review` not JSON", |run| {
+        run.set("review", "{decisions")
+    }),
+    (
+        "`verify-baselines`",
+        "`review` whose proceed for a discovered candidate names no `baseline-model` that `discovery.models` lacks",
+        |run| {
+            run.discovered_candidate(|source| source["model"] = json!("qwen3"));
+            let review = json!({"decisions": [{"candidate-id": "a", "decision": "proceed",
+            "family": "configs/x.yaml:a", "pull-requests": [], "reason": "r"}]});
+            run.set("review", &review.to_string());
         },
     ),
     ("`select`", "`review` not JSON", |run| {

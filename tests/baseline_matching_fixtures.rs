@@ -12,12 +12,19 @@ use klaud::core::baseline::matching::{
     EntryIndex, PointVerdict, normalize_image, project_published_point, verify_baseline,
 };
 use klaud::core::candidate::ProducerCall;
+use klaud::core::discovery::observation::PublishedSpellings;
+use klaud::shell::config::DiscoverySettings;
 use serde_json::Value;
 
 use inferencex_fixtures::{
     expected_entries, inferencex_fixtures, matching_cases, producer_entries, public_row,
     recorded_runs,
 };
+
+/// The publisher's spellings klaud applies by default (`discovery.published-as`).
+fn spellings() -> PublishedSpellings {
+    DiscoverySettings::default().spellings()
+}
 
 /// The one case whose public row was published with another image than the producer's entry
 /// (the row post-dates the newest producer available; the table notes an image check fails).
@@ -32,7 +39,7 @@ fn every_case_of_the_matching_table_finds_its_expected_entries() {
         let id = case["id"].as_str().unwrap();
         let output = case["producer_output"].as_str().unwrap();
         let entries = producer_entries(&fixtures, output);
-        let index = EntryIndex::build(entries.iter().enumerate())
+        let index = EntryIndex::build(entries.iter().enumerate(), &spellings())
             .unwrap_or_else(|error| panic!("{id}: {error:?}"));
         let point = project_published_point(&public_row(&fixtures, case))
             .unwrap_or_else(|error| panic!("{id}: {error:?}"));
@@ -56,7 +63,7 @@ fn every_case_of_the_matching_table_gets_the_contract_verdict() {
         let id = case["id"].as_str().unwrap();
         let entries = producer_entries(&fixtures, case["producer_output"].as_str().unwrap());
         let row = public_row(&fixtures, &case);
-        let index = EntryIndex::build(entries.iter().enumerate()).unwrap();
+        let index = EntryIndex::build(entries.iter().enumerate(), &spellings()).unwrap();
         let point = project_published_point(&row).unwrap();
         let expected = expected_entries(&case);
         let verdict = index.match_point(&point);
@@ -71,7 +78,7 @@ fn every_case_of_the_matching_table_gets_the_contract_verdict() {
             [entry] => assert_eq!(verdict, PointVerdict::Matched(*entry), "{id}"),
             _ => panic!("{id}: a table case expects at most one entry"),
         }
-        let verification = verify_baseline(&[row], entries.iter().enumerate());
+        let verification = verify_baseline(&[row], entries.iter().enumerate(), &spellings());
         assert_eq!(
             verification.deferral.is_none(),
             matches!(verdict, PointVerdict::Matched(_)),
@@ -90,7 +97,7 @@ fn the_one_worker_aggregate_single_node_row_matches_only_under_the_one_worker_ru
     assert_eq!(case["matched_entry_indices"], serde_json::json!([]));
     let entries = producer_entries(&fixtures, case["producer_output"].as_str().unwrap());
     let mut row = public_row(&fixtures, &case);
-    let index = EntryIndex::build(entries.iter().enumerate()).unwrap();
+    let index = EntryIndex::build(entries.iter().enumerate(), &spellings()).unwrap();
     assert_eq!(
         index.match_point(&project_published_point(&row).unwrap()),
         PointVerdict::Matched(0)
@@ -98,7 +105,7 @@ fn the_one_worker_aggregate_single_node_row_matches_only_under_the_one_worker_ru
     // The same single-node encoding of a two-worker aggregate matches nothing.
     let mut two_workers = entries[0].clone();
     two_workers["prefill"]["num-worker"] = serde_json::json!(2);
-    let index = EntryIndex::build([(0, &two_workers)]).unwrap();
+    let index = EntryIndex::build([(0, &two_workers)], &spellings()).unwrap();
     row.insert("conc".into(), serde_json::json!(1));
     assert_eq!(
         index.match_point(&project_published_point(&row).unwrap()),
@@ -225,8 +232,12 @@ fn verdicts_on_a_split_share_equal_verdicts_on_the_candidates_own_run() {
         let own = producer_entries(&fixtures, output);
         let row = public_row(&fixtures, case);
         assert_eq!(
-            verify_baseline(std::slice::from_ref(&row), share.iter().enumerate()),
-            verify_baseline(&[row], own.iter().enumerate()),
+            verify_baseline(
+                std::slice::from_ref(&row),
+                share.iter().enumerate(),
+                &spellings()
+            ),
+            verify_baseline(&[row], own.iter().enumerate(), &spellings()),
             "{}",
             case["id"]
         );

@@ -1,7 +1,8 @@
 //! The producer's checkout and run (contract §3a "producer"): a detached `git worktree` of
 //! `repo-path` at the producer head, removed afterwards even when the work inside failed; the
 //! first existing entrypoint; the producer run with the interpreter, cwd = the checkout root, a
-//! scrubbed environment, a timeout and bounded stdout.
+//! scrubbed environment, a timeout and bounded stdout. Also the files of a head's folders
+//! (`git ls-tree`), where a discovered candidate's producer arguments are found (§11).
 //!
 //! IO only: whether a run succeeded, must be rerun without the no-evals flag, or what its output
 //! means is decided in `core::baseline::invocation`. Stderr of git and of the producer is handed
@@ -13,8 +14,11 @@ use std::time::Duration;
 
 use super::process::{ChildCommand, ChildEnvironment, ChildOutput, run_child};
 
-/// How long a git command (rev-parse, worktree add/remove) may take.
+/// How long a git command (rev-parse, ls-tree, worktree add/remove) may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Bytes of a `git ls-tree` listing kept; a longer one is a failure, never a shorter list.
+const TREE_LISTING_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Everything needed to check out and run the producer.
 #[derive(Debug, Clone)]
@@ -49,6 +53,17 @@ pub enum CheckoutFailure {
         git_stderr: String,
     },
     /// git could not be started or the checkout directory could not be prepared.
+    Unavailable(std::io::Error),
+}
+
+/// Why a head's files could not be listed.
+#[derive(Debug)]
+pub enum TreeFailure {
+    /// The head is not a commit of the repository (a shallow clone, a wrong sha).
+    HeadMissing,
+    /// `git ls-tree` failed, or listed more than the bound.
+    ListFailed { exit: Option<i32>, truncated: bool },
+    /// git could not be started.
     Unavailable(std::io::Error),
 }
 
@@ -130,16 +145,70 @@ impl ProducerSetup {
         Ok((value, removal))
     }
 
-    async fn add_checkout(&self, head: &str) -> Result<Checkout, CheckoutFailure> {
+    /// `git rev-parse --verify` of the head as a commit.
+    async fn verify_commit(&self, head: &str) -> std::io::Result<ChildOutput> {
         let commit = format!("{head}^{{commit}}");
-        let exists = run_child(&self.git(&[
+        run_child(&self.git(&[
             "rev-parse".as_ref(),
             "--verify".as_ref(),
             "--quiet".as_ref(),
             commit.as_ref(),
         ]))
         .await
-        .map_err(CheckoutFailure::Unavailable)?;
+    }
+
+    /// The paths (from the repository root) of the files `head` holds under `folders`
+    /// (pathspecs, `.` for the whole tree), read with `git ls-tree` without a checkout.
+    pub async fn list_files(
+        &self,
+        head: &str,
+        folders: &[String],
+    ) -> Result<Vec<String>, TreeFailure> {
+        let exists = self
+            .verify_commit(head)
+            .await
+            .map_err(TreeFailure::Unavailable)?;
+        if !exists.succeeded() {
+            return Err(TreeFailure::HeadMissing);
+        }
+        let fixed = [
+            "ls-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--full-tree",
+            head,
+            "--",
+        ];
+        let args: Vec<&std::ffi::OsStr> = fixed
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain(folders.iter().map(std::ffi::OsStr::new))
+            .collect();
+        let mut command = self.git(&args);
+        command.stdout_limit = TREE_LISTING_LIMIT;
+        let listed = run_child(&command)
+            .await
+            .map_err(TreeFailure::Unavailable)?;
+        if !listed.succeeded() || listed.stdout_truncated {
+            return Err(TreeFailure::ListFailed {
+                exit: listed.exit,
+                truncated: listed.stdout_truncated,
+            });
+        }
+        Ok(listed
+            .stdout
+            .split('\0')
+            .filter(|path| !path.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    async fn add_checkout(&self, head: &str) -> Result<Checkout, CheckoutFailure> {
+        let exists = self
+            .verify_commit(head)
+            .await
+            .map_err(CheckoutFailure::Unavailable)?;
         if !exists.succeeded() {
             return Err(CheckoutFailure::HeadMissing {
                 git_stderr: exists.stderr,

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod policy;
 pub mod prepare_review;
 pub mod recover;
+pub mod review;
 pub mod select;
 pub mod session;
 pub mod snapshot;

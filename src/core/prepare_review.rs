@@ -122,7 +122,8 @@ pub fn evidence_of(
 
 /// The JSON Schema of the review: `{"decisions": [...]}` with exactly one decision per
 /// candidate (`minItems` = `maxItems` = the number of candidates), each naming one of the
-/// supplied ids. Only widely supported keywords are used, so that a structured-output step can
+/// supplied ids, and optionally the display model a discovered candidate's baseline is looked up
+/// with (`baseline-model`). Only widely supported keywords are used, so that a structured-output step can
 /// take it as its `--json-schema`.
 pub fn review_schema(candidates: &[Candidate]) -> Value {
     let count = candidates.len();
@@ -169,6 +170,10 @@ pub fn review_schema(candidates: &[Candidate]) -> Value {
                         "reason": {
                             "type": "string",
                             "description": "One or two sentences a maintainer can check.",
+                        },
+                        "baseline-model": {
+                            "type": "string",
+                            "description": "Optional, for a proceed on a discovered candidate (one with a source): the publisher's display model of its source's model (e.g. DeepSeek-R1-0528), which verify-baselines looks its published baseline up with; needed when the configuration's discovery.models does not name that model.",
                         },
                     },
                 },
@@ -263,6 +268,28 @@ mod tests {
         for review in [one_short, one_too_many, unknown, bad_verdict, no_reason] {
             assert!(!accepts(&schema, &review), "{review}");
         }
+    }
+
+    #[test]
+    fn a_decision_may_name_the_display_model_of_its_baseline_and_both_modes_read_it() {
+        let schema = review_schema(&candidates());
+        let review = json!({"decisions": [
+            {"candidate-id": "a", "decision": "proceed", "family": "fa", "pull-requests": [],
+             "reason": "new", "baseline-model": "DeepSeek-R1-0528"},
+            {"candidate-id": "b", "decision": "duplicate", "family": "fb", "pull-requests": [12],
+             "reason": "#12 does it"},
+        ]});
+        assert!(accepts(&schema, &review));
+        let ReviewInput::Decisions(read) = read_review(&review.to_string(), &candidates()) else {
+            panic!("a valid review");
+        };
+        let decision = read.decision("a").unwrap();
+        assert_eq!(decision.baseline_model.as_deref(), Some("DeepSeek-R1-0528"));
+        assert_eq!(read.decision("b").unwrap().baseline_model, None);
+        let mut not_text = review.clone();
+        not_text["decisions"][0]["baseline-model"] = json!(3);
+        assert!(!accepts(&schema, &not_text));
+        assert!(read_review(&not_text.to_string(), &candidates()).is_invalid());
     }
 
     #[test]

@@ -179,6 +179,12 @@ pub struct VerifyBaselinesArgs {
     /// Repository whose history holds the producer heads [default: $GITHUB_WORKSPACE]
     #[arg(long, env = "KLAUD_REPO_PATH", value_name = "DIR")]
     pub repo_path: Option<PathBuf>,
+
+    /// The overlap review, as select reads it: only candidates it lets proceed are verified, and
+    /// discovered ones have their baseline looked up in the public feeds [default: every
+    /// candidate counts as proceed]
+    #[arg(long, env = "KLAUD_REVIEW", value_name = "FILE|JSON")]
+    pub review: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -199,6 +199,20 @@ impl StandInRepository {
         self.commit_producer_at(ENTRYPOINT, data)
     }
 
+    /// Commits a stand-in producer at the default entrypoint together with `files` (for
+    /// example the master configs and runners file a head holds).
+    pub fn commit_producer_with(&self, data: &StandInData, files: &[(&str, String)]) -> String {
+        let mut all = vec![
+            (ENTRYPOINT, STAND_IN_PRODUCER.to_string()),
+            (
+                "utils/matrix_logic/stand-in-producer.json",
+                data.to_json().to_string(),
+            ),
+        ];
+        all.extend(files.iter().cloned());
+        self.commit_files(&all)
+    }
+
     /// Sets a key of the repository's own git configuration.
     pub fn set_config(&self, key: &str, value: &str) {
         git(&self.path, &["config", key, value]);

@@ -264,7 +264,8 @@ pub fn token_problem(token: &str) -> Option<&'static str> {
     }
 }
 
-fn valid_repository_name(name: &str) -> bool {
+/// Whether `name` is a repository name of the form `owner/name`.
+pub fn valid_repository_name(name: &str) -> bool {
     let mut parts = name.split('/');
     let valid = |part: Option<&str>| {
         part.is_some_and(|part| {

@@ -6,6 +6,12 @@
 //! `#` spellings are one image) whenever the row was published with one. Public GPU counts are
 //! never read: they are not physical (a single-node `num_prefill_gpu` is tp×ep).
 //!
+//! The publisher's ETL renames some of the generator's values, so an entry's model prefix,
+//! hardware, framework, precision and spec-decoding are first spelled as published
+//! ([`PublishedSpellings`], config `discovery.published-as`: a `sglang-disagg` entry is a
+//! `mori-sglang` row), and an entry without its own `disagg` is disaggregated when its published
+//! framework has one of the configured prefixes (`mori-`).
+//!
 //! How the publisher encodes an entry:
 //! - single-node: both role columns carry the engine's tp/ep/dp-attention, workers 0/0;
 //! - multi-node disaggregated: each role as the producer wrote it;
@@ -24,6 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Deferral, DeferralCode};
+use crate::core::discovery::observation::PublishedSpellings;
 
 /// One role's parallelism as the publisher's columns show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -190,8 +197,11 @@ pub fn project_published_point(
     Ok(PublishedPoint { identity, image })
 }
 
-/// Projects a producer matrix entry (single-node or multi-node).
-pub fn project_producer_entry(entry: &Value) -> Result<ProjectedEntry, ProjectionError> {
+/// Projects a producer matrix entry (single-node or multi-node), its values spelled as published.
+pub fn project_producer_entry(
+    entry: &Value,
+    spellings: &PublishedSpellings,
+) -> Result<ProjectedEntry, ProjectionError> {
     let Value::Object(fields) = entry else {
         return Err(missing("entry"));
     };
@@ -204,16 +214,27 @@ pub fn project_producer_entry(entry: &Value) -> Result<ProjectedEntry, Projectio
         None => return Err(missing("conc")),
     };
     let spec_decoding = match fields.get("spec-decoding") {
-        None | Some(Value::Null) => "none".to_string(),
+        None | Some(Value::Null) => String::new(),
         Some(_) => text(fields, "spec-decoding")?,
     };
-    let declared_disaggregated = flag_or(fields, "disagg", false)?;
+    // A spec method no spelling names is published as `none`, as it always was.
+    let spec_decoding = Some(spellings.spell("spec_method", &spec_decoding))
+        .filter(|spelled| !spelled.is_empty())
+        .unwrap_or_else(|| "none".to_string());
+    let framework = spellings.spell("framework", &text(fields, "framework")?);
+    let declared_disaggregated = match fields.get("disagg") {
+        None | Some(Value::Null) => spellings
+            .disagg_framework_prefixes
+            .iter()
+            .any(|prefix| framework.starts_with(prefix.as_str())),
+        Some(_) => flag(fields, "disagg")?,
+    };
     let base = |disaggregated: bool, prefill: RoleShape, decode: RoleShape| {
         Ok::<_, ProjectionError>(WorkloadIdentity {
-            model_prefix: text(fields, "model-prefix")?,
-            hardware: hardware_of_runner(&text(fields, "runner")?),
-            framework: text(fields, "framework")?,
-            precision: text(fields, "precision")?,
+            model_prefix: spellings.spell("model", &text(fields, "model-prefix")?),
+            hardware: spellings.spell("hardware", &hardware_of_runner(&text(fields, "runner")?)),
+            framework: framework.clone(),
+            precision: spellings.spell("precision", &text(fields, "precision")?),
             spec_decoding: spec_decoding.clone(),
             disaggregated,
             input_length: optional_number(fields, "isl")?,
@@ -308,16 +329,18 @@ pub struct UnreadableEntry {
 }
 
 impl EntryIndex {
-    /// Indexes `(entry number, entry)` pairs.
+    /// Indexes `(entry number, entry)` pairs, each spelled as published.
     pub fn build<'a>(
         entries: impl IntoIterator<Item = (usize, &'a Value)>,
+        spellings: &PublishedSpellings,
     ) -> Result<Self, UnreadableEntry> {
         let mut index = EntryIndex::default();
         for (number, entry) in entries {
-            let projected = project_producer_entry(entry).map_err(|error| UnreadableEntry {
-                entry: number,
-                field: error.field,
-            })?;
+            let projected =
+                project_producer_entry(entry, spellings).map_err(|error| UnreadableEntry {
+                    entry: number,
+                    field: error.field,
+                })?;
             for identity in projected.identities {
                 let numbers = index.by_identity.entry(identity).or_default();
                 if !numbers.contains(&number) {
@@ -375,17 +398,19 @@ pub struct BaselineVerification {
     pub verdicts: Vec<PointVerdict>,
 }
 
-/// Matches every published row against the producer entries `(entry number, entry)`.
+/// Matches every published row against the producer entries `(entry number, entry)`, the
+/// entries spelled as published.
 pub fn verify_baseline<'a>(
     points: &[Map<String, Value>],
     entries: impl IntoIterator<Item = (usize, &'a Value)>,
+    spellings: &PublishedSpellings,
 ) -> BaselineVerification {
     let deferred = |deferral: Deferral| BaselineVerification {
         deferral: Some(deferral),
         matched: Vec::new(),
         verdicts: Vec::new(),
     };
-    let index = match EntryIndex::build(entries) {
+    let index = match EntryIndex::build(entries, spellings) {
         Ok(index) => index,
         Err(unreadable) => {
             return deferred(Deferral::with_detail(

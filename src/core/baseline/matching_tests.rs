@@ -4,6 +4,11 @@
 use super::*;
 use serde_json::json;
 
+/// No spelling at all: the entries are compared as the generator wrote them.
+fn unspelled() -> PublishedSpellings {
+    PublishedSpellings::default()
+}
+
 fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(fields) => fields,
@@ -81,7 +86,7 @@ fn disaggregated_row() -> Map<String, Value> {
 }
 
 fn verdict(row: &Map<String, Value>, entries: &[Value]) -> PointVerdict {
-    let index = EntryIndex::build(entries.iter().enumerate()).unwrap();
+    let index = EntryIndex::build(entries.iter().enumerate(), &unspelled()).unwrap();
     index.match_point(&project_published_point(row).unwrap())
 }
 
@@ -241,7 +246,11 @@ fn entries_of(values: &[Value]) -> impl Iterator<Item = (usize, &Value)> {
 fn a_baseline_whose_rows_all_match_once_is_verified_and_sibling_rows_are_ignored() {
     let sibling = with(single_node_row(), json!({"framework": "sglang"}));
     let entries = [single_node_entry(32), single_node_entry(64)];
-    let verification = verify_baseline(&[sibling, single_node_row()], entries_of(&entries));
+    let verification = verify_baseline(
+        &[sibling, single_node_row()],
+        entries_of(&entries),
+        &unspelled(),
+    );
     assert_eq!(verification.deferral, None);
     assert_eq!(verification.matched, [MatchedPoint { row: 1, entry: 1 }]);
     assert_eq!(verification.verdicts[0], PointVerdict::Unmatched);
@@ -250,12 +259,12 @@ fn a_baseline_whose_rows_all_match_once_is_verified_and_sibling_rows_are_ignored
 #[test]
 fn a_baseline_without_a_matched_row_is_deferred_as_unmatched() {
     let entries = [single_node_entry(32)];
-    let verification = verify_baseline(&[single_node_row()], entries_of(&entries));
+    let verification = verify_baseline(&[single_node_row()], entries_of(&entries), &unspelled());
     assert_eq!(
         verification.deferral,
         Some(Deferral::fixed(DeferralCode::UnmatchedBaseline))
     );
-    let empty = verify_baseline(&[], entries_of(&entries));
+    let empty = verify_baseline(&[], entries_of(&entries), &unspelled());
     assert_eq!(
         empty.deferral.unwrap().code,
         DeferralCode::UnmatchedBaseline
@@ -270,7 +279,11 @@ fn one_ambiguous_row_defers_the_whole_baseline() {
         single_node_entry(32),
     ];
     let thirty_two = with(single_node_row(), json!({"conc": 32}));
-    let verification = verify_baseline(&[thirty_two, single_node_row()], entries_of(&entries));
+    let verification = verify_baseline(
+        &[thirty_two, single_node_row()],
+        entries_of(&entries),
+        &unspelled(),
+    );
     assert_eq!(
         verification.deferral.unwrap().code,
         DeferralCode::AmbiguousBaseline
@@ -285,7 +298,11 @@ fn one_row_with_another_image_defers_the_whole_baseline() {
         single_node_row(),
         json!({"image": "vllm/vllm-openai:nightly", "conc": 32}),
     );
-    let verification = verify_baseline(&[nightly, single_node_row()], entries_of(&entries));
+    let verification = verify_baseline(
+        &[nightly, single_node_row()],
+        entries_of(&entries),
+        &unspelled(),
+    );
     assert_eq!(
         verification.deferral.unwrap().code,
         DeferralCode::ImageMismatch
@@ -297,9 +314,13 @@ fn a_row_lacking_a_needed_field_is_an_invalid_point_named_by_row_and_field() {
     let mut row = single_node_row();
     row.remove("decode_ep");
     let entries = [single_node_entry(64)];
-    let deferral = verify_baseline(&[single_node_row(), row], entries_of(&entries))
-        .deferral
-        .unwrap();
+    let deferral = verify_baseline(
+        &[single_node_row(), row],
+        entries_of(&entries),
+        &unspelled(),
+    )
+    .deferral
+    .unwrap();
     assert_eq!(deferral.code, DeferralCode::InvalidBaselinePoint);
     assert_eq!(
         deferral.message,
@@ -315,7 +336,7 @@ fn an_entry_that_cannot_be_projected_makes_the_output_invalid() {
         .unwrap()
         .remove("num-worker");
     let entries = [entry];
-    let deferral = verify_baseline(&[disaggregated_row()], entries_of(&entries))
+    let deferral = verify_baseline(&[disaggregated_row()], entries_of(&entries), &unspelled())
         .deferral
         .unwrap();
     assert_eq!(deferral.code, DeferralCode::ProducerOutputInvalid);
@@ -328,6 +349,107 @@ fn an_entry_that_cannot_be_projected_makes_the_output_invalid() {
 #[test]
 fn entry_numbers_are_the_callers_not_positions_in_the_iterator() {
     let entries = [single_node_entry(64)];
-    let verification = verify_baseline(&[single_node_row()], [(7, &entries[0])]);
+    let verification = verify_baseline(&[single_node_row()], [(7, &entries[0])], &unspelled());
     assert_eq!(verification.matched, [MatchedPoint { row: 0, entry: 7 }]);
+}
+
+/// The InferenceX app's spellings of the generator's values (`discovery.published-as`'s
+/// defaults, the part these tests need).
+fn published_spellings() -> PublishedSpellings {
+    let map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(from, to)| (from.to_string(), to.to_string()))
+            .collect()
+    };
+    PublishedSpellings {
+        fields: std::collections::BTreeMap::from([
+            (
+                "framework".to_string(),
+                map(&[
+                    ("sglang-disagg", "mori-sglang"),
+                    ("atom-disagg", "mooncake-atom"),
+                    ("dynamo-trtllm", "dynamo-trt"),
+                ]),
+            ),
+            ("precision".to_string(), map(&[("nvfp4", "fp4")])),
+            ("spec_method".to_string(), map(&[("", "none")])),
+        ]),
+        disagg_framework_prefixes: vec!["mori-".to_string()],
+    }
+}
+
+/// The shape of the real `dsr1-fp8-mi355x-sglang-disagg` entry at InferenceX 626932a11
+/// (`tests/fixtures/inferencex/producer/new-626932a11_mn-disagg_…`), its first search space.
+fn sglang_disagg_entry() -> Value {
+    json!({
+        "image": "rocm/sgl-dev:sglang-0.5.9-rocm720-mi35x-mori-0227-2",
+        "model": "deepseek-ai/DeepSeek-R1-0528", "model-prefix": "dsr1", "precision": "fp8",
+        "framework": "sglang-disagg", "runner": "mi355x-disagg", "isl": 1024, "osl": 1024,
+        "spec-decoding": "none",
+        "prefill": {"num-worker": 1, "tp": 8, "ep": 1, "dp-attn": false},
+        "decode": {"num-worker": 1, "tp": 8, "ep": 8, "dp-attn": true},
+        "conc": [1024, 2048], "disagg": true, "run-eval": false
+    })
+}
+
+/// How the publisher shows that entry at concurrency 2048 (hand-made from the entry).
+fn mori_sglang_row() -> Map<String, Value> {
+    object(json!({
+        "hardware": "mi355x", "framework": "mori-sglang", "model": "dsr1", "precision": "fp8",
+        "spec_method": "none", "disagg": true, "is_multinode": true,
+        "prefill_tp": 8, "prefill_ep": 1, "prefill_dp_attention": false, "prefill_num_workers": 1,
+        "decode_tp": 8, "decode_ep": 8, "decode_dp_attention": true, "decode_num_workers": 1,
+        "isl": 1024, "osl": 1024, "conc": 2048,
+        "image": "rocm/sgl-dev:sglang-0.5.9-rocm720-mi35x-mori-0227-2"
+    }))
+}
+
+#[test]
+fn an_sglang_disagg_entry_matches_its_row_published_as_mori_sglang() {
+    let entries = [sglang_disagg_entry()];
+    let verification = verify_baseline(
+        &[mori_sglang_row()],
+        entries_of(&entries),
+        &published_spellings(),
+    );
+    assert_eq!(verification.deferral, None);
+    assert_eq!(verification.matched, [MatchedPoint { row: 0, entry: 0 }]);
+    // Unspelled, the generator's name is not the published one: the row is a sibling.
+    let as_generated = verify_baseline(&[mori_sglang_row()], entries_of(&entries), &unspelled());
+    assert_eq!(as_generated.verdicts, [PointVerdict::Unmatched]);
+}
+
+#[test]
+fn an_atom_disagg_entry_matches_its_row_published_as_mooncake_atom() {
+    let mut entry = sglang_disagg_entry();
+    entry["framework"] = json!("atom-disagg");
+    let row = with(mori_sglang_row(), json!({"framework": "mooncake-atom"}));
+    let verification = verify_baseline(&[row], [(0, &entry)], &published_spellings());
+    assert_eq!(verification.matched, [MatchedPoint { row: 0, entry: 0 }]);
+}
+
+#[test]
+fn an_entry_without_its_own_disagg_is_disaggregated_when_published_under_a_disagg_prefix() {
+    let mut entry = sglang_disagg_entry();
+    entry.as_object_mut().unwrap().remove("disagg");
+    let verification = verify_baseline(&[mori_sglang_row()], [(0, &entry)], &published_spellings());
+    assert_eq!(verification.matched, [MatchedPoint { row: 0, entry: 0 }]);
+    // Its own `disagg: false` wins: then it is an aggregate, published with decode mirrored.
+    entry["disagg"] = json!(false);
+    let verification = verify_baseline(&[mori_sglang_row()], [(0, &entry)], &published_spellings());
+    assert_eq!(verification.verdicts, [PointVerdict::Unmatched]);
+}
+
+#[test]
+fn precision_and_a_missing_spec_method_are_spelled_as_published() {
+    let mut entry = single_node_entry(64);
+    entry["precision"] = json!("nvfp4");
+    entry.as_object_mut().unwrap().remove("spec-decoding");
+    let spelled = verify_baseline(&[single_node_row()], [(0, &entry)], &published_spellings());
+    assert_eq!(spelled.matched, [MatchedPoint { row: 0, entry: 0 }]);
+    // Without spellings a missing spec method is still `none`, as it always was.
+    entry["precision"] = json!("fp4");
+    let as_generated = verify_baseline(&[single_node_row()], [(0, &entry)], &unspelled());
+    assert_eq!(as_generated.matched, [MatchedPoint { row: 0, entry: 0 }]);
 }

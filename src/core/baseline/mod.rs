@@ -5,10 +5,14 @@
 //!   no-evals flag, and how producer stdout is read;
 //! - [`matching`]: the projection of published rows and producer entries onto one workload
 //!   identity, and the per-candidate verdict;
+//! - [`resolve`]: the baselines of discovered candidates, looked up in the public feeds (contract
+//!   §11): which candidates the review lets through, which published rows are the family's, each
+//!   row's producer run and head, and the producer's arguments at that head;
 //! - this module: the stable deferral codes and their sanitized messages.
 
 pub mod invocation;
 pub mod matching;
+pub mod resolve;
 
 use serde::Serialize;
 
@@ -44,11 +48,29 @@ pub enum DeferralCode {
     AmbiguousBaseline,
     /// A published point matches a producer entry in everything but its image.
     ImageMismatch,
+    /// The review did not let the candidate proceed (its own decision, or another candidate's of
+    /// its family, is `duplicate` or `uncertain`).
+    NotProceeding,
+    /// The review is invalid, so no candidate is verified (select's `invalid-review-output`).
+    InvalidReviewOutput,
+    /// A discovered candidate without a review decision naming its display model, and
+    /// `discovery.models` names none for its model prefix.
+    NoDisplayModel,
+    /// A public feed (benchmarks, workflow-info) could not be read.
+    FeedFailed,
+    /// No published row of the source's date belongs to the candidate's family.
+    NoPublishedBaseline,
+    /// A published row's producer run is not one run of this repository with exactly one head.
+    UnprovenBaseline,
+    /// The published rows come from more than one producer head.
+    ProducerHeadsDiffer,
+    /// The producer head holds no runners file, or no master config, where the layout expects.
+    ProducerConfigsMissing,
 }
 
 impl DeferralCode {
     /// Every code, in the order reports list them.
-    pub const ALL: [DeferralCode; 11] = [
+    pub const ALL: [DeferralCode; 19] = [
         DeferralCode::NoBaseline,
         DeferralCode::ProducerHeadMissing,
         DeferralCode::CheckoutFailed,
@@ -60,6 +82,14 @@ impl DeferralCode {
         DeferralCode::UnmatchedBaseline,
         DeferralCode::AmbiguousBaseline,
         DeferralCode::ImageMismatch,
+        DeferralCode::NotProceeding,
+        DeferralCode::InvalidReviewOutput,
+        DeferralCode::NoDisplayModel,
+        DeferralCode::FeedFailed,
+        DeferralCode::NoPublishedBaseline,
+        DeferralCode::UnprovenBaseline,
+        DeferralCode::ProducerHeadsDiffer,
+        DeferralCode::ProducerConfigsMissing,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +105,14 @@ impl DeferralCode {
             DeferralCode::UnmatchedBaseline => "unmatched-baseline",
             DeferralCode::AmbiguousBaseline => "ambiguous-baseline",
             DeferralCode::ImageMismatch => "image-mismatch",
+            DeferralCode::NotProceeding => "not-proceeding",
+            DeferralCode::InvalidReviewOutput => "invalid-review-output",
+            DeferralCode::NoDisplayModel => "no-display-model",
+            DeferralCode::FeedFailed => "feed-failed",
+            DeferralCode::NoPublishedBaseline => "no-published-baseline",
+            DeferralCode::UnprovenBaseline => "unproven-baseline",
+            DeferralCode::ProducerHeadsDiffer => "producer-heads-differ",
+            DeferralCode::ProducerConfigsMissing => "producer-configs-missing",
         }
     }
 
@@ -105,6 +143,24 @@ impl DeferralCode {
             }
             DeferralCode::ImageMismatch => {
                 "a published point matches a producer entry except for its image"
+            }
+            DeferralCode::NotProceeding => "the review did not let the candidate proceed",
+            DeferralCode::InvalidReviewOutput => "the review is invalid, so nothing is verified",
+            DeferralCode::NoDisplayModel => {
+                "no display model to look the published baseline up with (review baseline-model or discovery.models)"
+            }
+            DeferralCode::FeedFailed => "a public feed could not be read",
+            DeferralCode::NoPublishedBaseline => {
+                "no published row of the source's date belongs to the candidate's family"
+            }
+            DeferralCode::UnprovenBaseline => {
+                "a published row's producer run is not one run of this repository with one head"
+            }
+            DeferralCode::ProducerHeadsDiffer => {
+                "the published rows come from more than one producer head"
+            }
+            DeferralCode::ProducerConfigsMissing => {
+                "the producer head holds no runners file or master config where expected"
             }
         }
     }

@@ -18,7 +18,8 @@ pub mod baselines;
 pub mod capacity;
 mod codes;
 mod obstacles;
-pub mod review;
+/// The review, read the same way by `verify-baselines` ([`crate::core::review`]).
+pub use crate::core::review;
 #[cfg(test)]
 mod tests;
 
@@ -36,7 +37,7 @@ use super::text::bounded;
 use baselines::BaselineVerdicts;
 use capacity::CapacityGate;
 pub use codes::{Decision, Reason, ReasonCode, SelectionDeferral};
-use obstacles::{Obstacle, Occupancy, baseline_obstacle, cooldown_obstacle};
+use obstacles::{Obstacle, Occupancy, baseline_obstacle, cooldown_obstacle, review_obstacles};
 use review::ReviewInput;
 
 /// An open pull request as listed, before deciding whether it is klaud's.
@@ -204,7 +205,7 @@ impl<'a> Obstacles<'a> {
         now: DateTime<Utc>,
     ) -> Self {
         let review = match inputs.review {
-            ReviewInput::Decisions(review) => review.obstacles(inputs.candidates),
+            ReviewInput::Decisions(review) => review_obstacles(review, inputs.candidates),
             ReviewInput::Absent | ReviewInput::Invalid { .. } => BTreeMap::new(),
         };
         Obstacles {

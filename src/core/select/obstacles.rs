@@ -1,5 +1,5 @@
-//! What keeps one candidate from being selected, apart from the review and the capacity gate:
-//! occupancy of its family, cooldowns earned by finished sessions, and its baseline
+//! What keeps one candidate from being selected, apart from the capacity gate: the review's
+//! judgement, occupancy of its family, cooldowns earned by finished sessions, and its baseline
 //! verification.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +12,7 @@ use crate::core::candidate::Candidate;
 use crate::core::cooldown::{CooldownScope, RunningCooldown, running_cooldowns};
 use crate::core::ledger::{Ledger, SessionState};
 use crate::core::policy::Policy;
+use crate::core::review::{Review, ReviewVerdict};
 
 /// One reason not to select a candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +30,22 @@ impl Obstacle {
             until: None,
         }
     }
+}
+
+/// The review's obstacle for each candidate it holds back ([`Review::held_back`]):
+/// `review-duplicate` when the decision holding it back is a duplicate, else `review-uncertain`.
+pub fn review_obstacles(review: &Review, candidates: &[Candidate]) -> BTreeMap<String, Obstacle> {
+    review
+        .held_back(candidates)
+        .into_iter()
+        .map(|(id, held)| {
+            let code = match held.verdict {
+                ReviewVerdict::Duplicate => Decision::ReviewDuplicate,
+                _ => Decision::ReviewUncertain,
+            };
+            (id, Obstacle::new(code, held.message))
+        })
+        .collect()
 }
 
 /// Who holds which family: the ledger's claims and open sessions, klaud's own open pull

@@ -7,6 +7,7 @@ pub mod install_cli;
 pub mod note;
 pub mod prepare_review;
 pub mod recover;
+pub mod review_input;
 pub mod select;
 pub mod session;
 pub mod status;

@@ -1,12 +1,17 @@
-//! `verify-baselines` (contract §3.2, §3a, §6, §7): for each candidate that carries a baseline,
-//! regenerate its producer output — each distinct head once, in an isolated checkout, with a
-//! scrubbed environment — and match every published point to exactly one producer entry.
+//! `verify-baselines` (contract §3.2, §3a, §6, §7, §11): for each candidate that carries a
+//! baseline, regenerate its producer output — each distinct head once, in an isolated checkout,
+//! with a scrubbed environment — and match every published point to exactly one producer entry.
+//! A discovered candidate (a `source`, no `baseline`) has its baseline looked up in the public
+//! feeds first; with a review, only candidates it lets proceed are looked up and verified.
 //!
-//! Reads as: candidates (bad input is exit 2 before anything runs) → plan the producer work
+//! Reads as: candidates and the review (bad input is exit 2 before anything runs; an invalid
+//! review verifies nothing) → what the review lets through (`core::baseline::resolve`) → look the
+//! discovered baselines up (`discovered`) → plan the producer work
 //! (`core::baseline::invocation`) → do it (`heads`) → match (`core::baseline::matching`) →
 //! `baselines.json`, outputs and summary. A candidate's failure defers that candidate only; the
 //! step itself fails (exit 1) only when it cannot write its results.
 
+mod discovered;
 mod heads;
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,17 +27,24 @@ pub use heads::{
 };
 
 use super::StepContext;
+use crate::adapters::github::valid_repository_name;
 use crate::adapters::producer::ProducerSetup;
 use crate::adapters::producer_cache::ProducerCache;
 use crate::core::baseline::invocation::{
     Batching, HeadWork, is_evaluation_entry, plan_producer_work,
 };
 use crate::core::baseline::matching::{MatchedPoint, PointVerdict, verify_baseline};
+use crate::core::baseline::resolve::{
+    CandidatePlan, DiscoveredSource, discovered_source, plan_candidates,
+};
 use crate::core::baseline::{Deferral, DeferralCode};
-use crate::core::candidate::{Candidate, ProducerCall, parse_candidates};
+use crate::core::candidate::{Baseline, Candidate, ProducerCall, parse_candidates};
+use crate::core::discovery::observation::PublishedSpellings;
 use crate::shell::cli::VerifyBaselinesArgs;
 use crate::shell::error::StepError;
+use crate::shell::modes::review_input::review_input;
 use crate::shell::outputs::{Reporter, markdown_table};
+use discovered::{FeedEndpoints, Lookup, LookupContext, Resolution, feed_endpoints};
 
 /// Bytes of producer stdout kept; a larger output defers its candidates.
 pub const PRODUCER_STDOUT_LIMIT: usize = 32 * 1024 * 1024;
@@ -49,6 +61,9 @@ pub struct VerifyBaselinesOutputs {
     pub producer_runs: usize,
     /// Deferred candidates per reason code (JSON object).
     pub deferred_reasons: BTreeMap<DeferralCode, usize>,
+    /// HTTP requests this pass sent to the public feeds to look the baselines of discovered
+    /// candidates up (retries included; 0 when none was looked up).
+    pub feed_requests: u64,
 }
 
 /// `baselines.json` (contract §3a).
@@ -58,6 +73,8 @@ pub struct BaselinesDocument {
     /// Every candidate of the candidates file, once, in its order.
     pub candidates: Vec<CandidateBaseline>,
     pub producer_runs: Vec<ProducerRunRecord>,
+    /// HTTP requests sent to the public feeds (retries included).
+    pub feed_requests: u64,
 }
 
 /// One candidate's verification.
@@ -71,6 +88,11 @@ pub struct CandidateBaseline {
     /// Published rows and the producer entries they matched (entry = index in the output a run
     /// with the candidate's own arguments prints).
     pub points: Vec<MatchedPoint>,
+    /// The baseline looked up in the public feeds for a discovered candidate, in the
+    /// candidates-file format (`points` index its `points`); absent when the candidate carried
+    /// its own baseline or none was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,6 +126,7 @@ pub struct VerificationReport {
 pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Result<(), StepError> {
     let reporter = &context.reporter;
     let producer = &context.config.producer;
+    let discovery = &context.config.discovery;
     let candidates_path = arguments
         .candidates
         .as_ref()
@@ -117,9 +140,46 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
     let candidates = parse_candidates(&text)
         .map_err(|error| StepError::bad_input(error.field, error.message))?;
     reject_flag_in_arguments(&candidates, &producer.no_evals_flag)?;
-    let with_baseline = candidates.iter().filter(|c| c.baseline.is_some()).count();
+    let sources = discovered_sources(&candidates)?;
+    let review = review_input(arguments.review.as_deref(), &candidates);
+    let plans = plan_candidates(&candidates, &sources, &review, &discovery.models);
+    if let Some(message) = &plans.invalid_review {
+        reporter.warning(&format!(
+            "the review is invalid, so no baseline is verified ({}): {message}",
+            DeferralCode::InvalidReviewOutput
+        ));
+    }
+    let lookups: Vec<Lookup<'_>> = plans
+        .plans
+        .iter()
+        .enumerate()
+        .filter_map(|(index, plan)| match plan {
+            CandidatePlan::Resolve {
+                source,
+                display_model,
+            } => Some(Lookup {
+                index,
+                id: &candidates[index].id,
+                source: source.as_ref(),
+                display_model,
+            }),
+            _ => None,
+        })
+        .collect();
+    let with_baseline = candidates
+        .iter()
+        .zip(&plans.plans)
+        .filter(|(candidate, plan)| {
+            matches!(plan, CandidatePlan::AsGiven) && candidate.baseline.is_some()
+        })
+        .count();
+    let endpoints = match lookups.is_empty() {
+        true => None,
+        false => Some((feed_endpoints(discovery)?, this_repository(context)?)),
+    };
+    let needs_repository = with_baseline + lookups.len() > 0;
     let repository = match (&arguments.repo_path, &context.environment.github_workspace) {
-        _ if with_baseline == 0 => PathBuf::new(),
+        _ if !needs_repository => PathBuf::new(),
         (Some(path), _) | (None, Some(path)) => path.clone(),
         (None, None) => {
             return Err(StepError::bad_input(
@@ -128,7 +188,7 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
             ));
         }
     };
-    if with_baseline > 0 && !repository.is_dir() {
+    if needs_repository && !repository.is_dir() {
         return Err(StepError::bad_input(
             "repo-path",
             format!("{} is not a directory", repository.display()),
@@ -153,22 +213,42 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
         parallel_heads: std::thread::available_parallelism().map_or(1, usize::from),
     };
     reporter.info(&format!(
-        "{} candidate(s), {with_baseline} with a baseline to verify",
-        candidates.len()
+        "{} candidate(s), {with_baseline} with a baseline to verify, {} to look up in the public feeds",
+        candidates.len(),
+        lookups.len()
     ));
-    if with_baseline > 0 && options.setup.has_persisted_credentials().await {
+    if needs_repository && options.setup.has_persisted_credentials().await {
         reporter.warning(
             "repo-path keeps a git credential in its configuration (actions/checkout \
              persist-credentials); producer checkouts share that configuration, so producer code \
              could read it: check repo-path out with persist-credentials: false",
         );
     }
-    let work = plan_verification(&candidates, Batching::ConfigKeys);
-    print_plan(reporter, &candidates, &work);
-    let report = verify_candidates(&candidates, work, &options, |outcome| {
+    let resolution = match &endpoints {
+        Some((endpoints, this_repository)) => {
+            look_up(
+                &lookups,
+                endpoints,
+                this_repository,
+                &options.setup,
+                discovery,
+            )
+            .await
+        }
+        None => Resolution::default(),
+    };
+    for line in &resolution.lines {
+        reporter.info(line);
+    }
+    let planned = apply_plans(&candidates, plans.plans, resolution.outcomes);
+    let work = plan_verification(&planned.candidates, Batching::ConfigKeys);
+    print_plan(reporter, &planned.candidates, &work);
+    let spellings = discovery.spellings();
+    let mut report = verify_candidates(&planned, &spellings, work, &options, |outcome| {
         print_head_log(reporter, outcome)
     })
     .await;
+    report.document.feed_requests = resolution.feed_requests;
     for line in &report.details {
         reporter.info(line);
     }
@@ -182,6 +262,112 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
         .write_summary(&summary(&report, &outputs))
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
     Ok(())
+}
+
+/// Each candidate's discovered source; a malformed one is bad input naming its field.
+fn discovered_sources(
+    candidates: &[Candidate],
+) -> Result<Vec<Option<DiscoveredSource>>, StepError> {
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(index, candidate)| {
+            discovered_source(candidate).transpose().map_err(|problem| {
+                StepError::bad_input(
+                    format!("candidates[{index}].{}", problem.field),
+                    problem.message,
+                )
+            })
+        })
+        .collect()
+}
+
+/// `GITHUB_REPOSITORY`, the one repository whose runs prove a published row.
+fn this_repository(context: &StepContext) -> Result<String, StepError> {
+    match context.environment.github_repository.as_deref() {
+        Some(name) if valid_repository_name(name) => Ok(name.to_string()),
+        Some(name) => Err(StepError::bad_input(
+            "GITHUB_REPOSITORY",
+            format!("'{name}' is not a repository name of the form owner/name"),
+        )),
+        None => Err(StepError::bad_input(
+            "GITHUB_REPOSITORY",
+            "must name the repository whose runs produced the published baselines (owner/name)",
+        )),
+    }
+}
+
+async fn look_up(
+    lookups: &[Lookup<'_>],
+    endpoints: &FeedEndpoints,
+    repository: &str,
+    setup: &ProducerSetup,
+    settings: &crate::shell::config::DiscoverySettings,
+) -> Resolution {
+    let context = LookupContext {
+        endpoints,
+        repository,
+        setup,
+        settings,
+    };
+    discovered::resolve_baselines(lookups, &context).await
+}
+
+/// The candidates as they are verified: each with the baseline it carries or was given by the
+/// lookup, none when it is deferred before anything runs (and why).
+#[derive(Debug, Clone, Default)]
+pub struct PlannedCandidates {
+    pub candidates: Vec<Candidate>,
+    /// Candidates deferred before verification, by index, with the producer head when known.
+    pub early: BTreeMap<usize, (Deferral, Option<String>)>,
+    /// The baselines looked up, by index.
+    pub resolved: BTreeMap<usize, Baseline>,
+}
+
+impl PlannedCandidates {
+    /// Every candidate verified as given.
+    pub fn as_given(candidates: &[Candidate]) -> Self {
+        PlannedCandidates {
+            candidates: candidates.to_vec(),
+            ..PlannedCandidates::default()
+        }
+    }
+}
+
+fn apply_plans(
+    candidates: &[Candidate],
+    plans: Vec<CandidatePlan>,
+    mut outcomes: BTreeMap<usize, Result<Baseline, discovered::Unresolved>>,
+) -> PlannedCandidates {
+    let mut planned = PlannedCandidates::as_given(candidates);
+    for (index, plan) in plans.into_iter().enumerate() {
+        match plan {
+            CandidatePlan::AsGiven => {}
+            CandidatePlan::Deferred(deferral) => {
+                planned.candidates[index].baseline = None;
+                planned.early.insert(index, (deferral, None));
+            }
+            CandidatePlan::Resolve { .. } => match outcomes.remove(&index) {
+                Some(Ok(baseline)) => {
+                    planned.candidates[index].baseline = Some(baseline.clone());
+                    planned.resolved.insert(index, baseline);
+                }
+                Some(Err(unresolved)) => {
+                    planned
+                        .early
+                        .insert(index, (unresolved.deferral, unresolved.head));
+                }
+                None => {
+                    let deferral = Deferral::with_detail(
+                        DeferralCode::FeedFailed,
+                        "the lookup gave no result for this candidate",
+                    );
+                    planned.early.insert(index, (deferral, None));
+                }
+            },
+        }
+    }
+    planned
 }
 
 /// The arguments of a baseline are the producer's argv *without* the no-evals flag: klaud
@@ -239,13 +425,16 @@ fn print_plan(reporter: &Reporter, candidates: &[Candidate], work: &[HeadWork]) 
     }
 }
 
-/// Does the planned producer work and matches every candidate's published points.
+/// Does the planned producer work and matches every candidate's published points, the producer
+/// entries spelled as published; a candidate deferred before verification keeps its deferral.
 pub async fn verify_candidates(
-    candidates: &[Candidate],
+    planned: &PlannedCandidates,
+    spellings: &PublishedSpellings,
     work: Vec<HeadWork>,
     options: &ProducerWorkOptions,
     on_head: impl FnMut(&HeadOutcome),
 ) -> VerificationReport {
+    let candidates = &planned.candidates;
     let heads = work.len();
     let planned_invocations = work.iter().map(|head| head.invocations.len()).sum();
     let outcomes = run_producer_work(work, options, on_head).await;
@@ -262,7 +451,11 @@ pub async fn verify_candidates(
         .iter()
         .enumerate()
         .map(|(index, candidate)| {
-            let (record, detail) = judge_candidate(candidate, results.remove(&index));
+            let (mut record, detail) = match planned.early.get(&index) {
+                Some((deferral, head)) => deferred_early(candidate, deferral, head.as_deref()),
+                None => judge_candidate(candidate, results.remove(&index), spellings),
+            };
+            record.baseline = planned.resolved.get(&index).cloned();
             details.push(detail);
             record
         })
@@ -271,6 +464,7 @@ pub async fn verify_candidates(
         document: BaselinesDocument {
             candidates: records,
             producer_runs,
+            feed_requests: 0,
         },
         details,
         heads,
@@ -279,10 +473,36 @@ pub async fn verify_candidates(
     }
 }
 
+/// The record and log line of a candidate deferred before verification.
+fn deferred_early(
+    candidate: &Candidate,
+    deferral: &Deferral,
+    head: Option<&str>,
+) -> (CandidateBaseline, String) {
+    let line = format!(
+        "{}: deferred ({}): {}",
+        candidate.id, deferral.code, deferral.message
+    );
+    let record = CandidateBaseline {
+        id: candidate.id.clone(),
+        status: BaselineStatus::Deferred,
+        reason: Some(deferral.clone()),
+        producer: head.map(|head| ProducerUsed {
+            head: head.to_string(),
+            entrypoint: None,
+            fallback: false,
+        }),
+        points: Vec::new(),
+        baseline: None,
+    };
+    (record, line)
+}
+
 /// The record of one candidate and its log line.
 fn judge_candidate(
     candidate: &Candidate,
     result: Option<ProducerResult>,
+    spellings: &PublishedSpellings,
 ) -> (CandidateBaseline, String) {
     let deferred = |producer: Option<ProducerUsed>, deferral: Deferral| {
         let line = format!(
@@ -295,6 +515,7 @@ fn judge_candidate(
             reason: Some(deferral),
             producer,
             points: Vec::new(),
+            baseline: None,
         };
         (record, line)
     };
@@ -336,7 +557,7 @@ fn judge_candidate(
         .iter()
         .enumerate()
         .filter(|(_, entry)| !share.fallback || !is_evaluation_entry(entry));
-    let verification = verify_baseline(&baseline.points, throughput);
+    let verification = verify_baseline(&baseline.points, throughput, spellings);
     let used = ProducerUsed {
         head,
         entrypoint: Some(share.entrypoint.clone()),
@@ -367,6 +588,7 @@ fn judge_candidate(
         reason: verification.deferral,
         producer: Some(used),
         points: verification.matched,
+        baseline: None,
     };
     (record, line)
 }
@@ -432,6 +654,7 @@ pub fn outputs_of(document: &BaselinesDocument) -> VerifyBaselinesOutputs {
         deferred: ids(BaselineStatus::Deferred),
         producer_runs: document.producer_runs.len(),
         deferred_reasons,
+        feed_requests: document.feed_requests,
     }
 }
 
@@ -454,6 +677,18 @@ fn summary(report: &VerificationReport, outputs: &VerifyBaselinesOutputs) -> Str
         report.cached_invocations,
         report.planned_invocations,
     );
+    let looked_up = document
+        .candidates
+        .iter()
+        .filter(|candidate| candidate.baseline.is_some())
+        .count();
+    if outputs.feed_requests > 0 || looked_up > 0 {
+        text.push_str(&format!(
+            "{looked_up} baseline(s) of discovered candidates looked up in the public feeds \
+             ({} feed request(s)).\n\n",
+            outputs.feed_requests
+        ));
+    }
     if !outputs.deferred_reasons.is_empty() {
         let rows: Vec<Vec<String>> = outputs
             .deferred_reasons

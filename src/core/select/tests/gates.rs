@@ -132,6 +132,50 @@ fn a_deferred_or_unrecorded_baseline_defers_the_candidate_with_its_reason() {
     );
 }
 
+/// `verify-baselines --review` verifies only what the review lets proceed; the others are
+/// `not-proceeding` in `baselines.json`. Given the same review, select defers them for the
+/// review's own reason (the review is asked first); given only `baselines.json`, for the
+/// baseline's.
+#[test]
+fn a_candidate_the_review_held_back_from_verification_is_deferred_by_the_review_first() {
+    let baselines = parse_baselines(
+        r#"{"candidates": [
+            {"id": "a", "status": "verified", "reason": null},
+            {"id": "b", "status": "deferred",
+             "reason": {"code": "not-proceeding", "message": "the review judged it a duplicate"}}]}"#,
+    )
+    .unwrap();
+    let mut reviewed = World::with_candidates(&[("a", "f"), ("b", "g")]).review(serde_json::json!(
+        {"decisions": [
+            {"candidate-id": "a", "decision": "proceed", "family": "f", "pull-requests": [], "reason": ""},
+            {"candidate-id": "b", "decision": "duplicate", "family": "g", "pull-requests": [7], "reason": ""}
+        ]}
+    ));
+    reviewed.baselines = Some(baselines.clone());
+    let plan = reviewed.decide();
+    assert_eq!(
+        decisions(&plan),
+        [("a", Decision::Selected), ("b", Decision::ReviewDuplicate)]
+    );
+    let mut unreviewed = World::with_candidates(&[("a", "f"), ("b", "g")]);
+    unreviewed.baselines = Some(baselines);
+    let plan = unreviewed.decide();
+    let b = decision_of(&plan, "b");
+    assert_eq!(b.decision, Decision::BaselineDeferred);
+    assert_eq!(
+        b.reason.as_ref().unwrap().code,
+        ReasonCode::Baseline(BaselineCode::Deferred(DeferralCode::NotProceeding))
+    );
+}
+
+#[test]
+fn the_baseline_code_of_an_invalid_review_is_spelled_as_selects_own() {
+    assert_eq!(
+        DeferralCode::InvalidReviewOutput.as_str(),
+        Decision::InvalidReviewOutput.code()
+    );
+}
+
 fn with_targets() -> World {
     let mut world = World::with_candidates(&[]);
     world.candidates = parse_candidates(

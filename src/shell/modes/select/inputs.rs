@@ -1,20 +1,18 @@
 //! `select`'s inputs as validated data, read before anything is asked of GitHub: the candidates
 //! file, `baselines.json` and the run identity are bad input (exit 2) when wrong; the review is
-//! an upstream step's output, so a bad one only defers the selection.
-//!
-//! `--review` (and `KLAUD_REVIEW`) holds either a file path or the review JSON itself: a value
-//! whose first non-blank character is `{` or `[` is JSON, anything else a path. A review file
-//! that cannot be read is an invalid review, not bad input.
+//! an upstream step's output, so a bad one only defers the selection (read as
+//! `verify-baselines` reads it: `shell::modes::review_input`).
 
 use std::path::Path;
 
 use crate::core::candidate::{Candidate, parse_candidates};
 use crate::core::select::SelectingRun;
 use crate::core::select::baselines::{BaselineVerdicts, parse_baselines};
-use crate::core::select::review::{ReviewInput, read_review};
+use crate::core::select::review::ReviewInput;
 use crate::shell::cli::SelectArgs;
 use crate::shell::environment::Environment;
 use crate::shell::error::StepError;
+use crate::shell::modes::review_input::review_input;
 
 /// Everything `select` was asked to decide on.
 #[derive(Debug)]
@@ -91,59 +89,9 @@ fn selecting_run(environment: &Environment, dry_run: bool) -> Result<SelectingRu
     Ok(SelectingRun { run_id, attempt })
 }
 
-/// The review from `--review`: absent, inline JSON, or a file.
-pub fn review_input(value: Option<&str>, candidates: &[Candidate]) -> ReviewInput {
-    let Some(value) = value.map(str::trim).filter(|value| !value.is_empty()) else {
-        return ReviewInput::Absent;
-    };
-    if value.starts_with('{') || value.starts_with('[') {
-        return read_review(value, candidates);
-    }
-    match std::fs::read_to_string(value) {
-        Ok(text) => read_review(&text, candidates),
-        Err(error) => ReviewInput::Invalid {
-            message: format!("the review file cannot be read ({})", error.kind()),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn candidates() -> Vec<Candidate> {
-        parse_candidates(r#"[{"id": "a", "family": "f"}]"#).unwrap()
-    }
-
-    const REVIEW: &str = r#"{"decisions": [{"candidate-id": "a", "decision": "proceed",
-        "family": "f", "pull-requests": [], "reason": ""}]}"#;
-
-    #[test]
-    fn a_value_starting_with_a_brace_is_the_review_itself() {
-        assert!(matches!(
-            review_input(Some(&format!("  {REVIEW}")), &candidates()),
-            ReviewInput::Decisions(_)
-        ));
-    }
-
-    #[test]
-    fn any_other_value_is_a_file_and_an_unreadable_file_is_an_invalid_review() {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("review.json");
-        std::fs::write(&path, REVIEW).unwrap();
-        assert!(matches!(
-            review_input(path.to_str(), &candidates()),
-            ReviewInput::Decisions(_)
-        ));
-        let missing = directory.path().join("missing.json");
-        assert!(review_input(missing.to_str(), &candidates()).is_invalid());
-    }
-
-    #[test]
-    fn no_value_or_a_blank_one_is_no_review() {
-        assert_eq!(review_input(None, &candidates()), ReviewInput::Absent);
-        assert_eq!(review_input(Some("  "), &candidates()), ReviewInput::Absent);
-    }
 
     #[test]
     fn the_run_id_is_required_unless_nothing_is_claimed() {

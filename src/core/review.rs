@@ -1,18 +1,20 @@
 //! The planner's overlap review (contract §3a): `{"decisions": [{"candidate-id", "decision":
-//! "proceed"|"duplicate"|"uncertain", "family", "pull-requests": [int], "reason"}]}`.
+//! "proceed"|"duplicate"|"uncertain", "family", "pull-requests": [int], "reason",
+//! "baseline-model"?}]}`, read the same way by `select` and `verify-baselines`.
 //!
 //! The review comes from an upstream step, so a bad one is not bad input: it defers the whole
-//! selection (`invalid-review-output`), it is never bypassed. It is valid only with exactly one
+//! selection (`invalid-review-output`) and every verification, it is never bypassed. It is valid only with exactly one
 //! decision per candidate, no unknown or repeated ids, and every `proceed` keeping the family the
 //! candidates file gave. A family with any `duplicate` (else any `uncertain`) decision is held
-//! back as a whole, even for candidates of it whose own decision is `proceed`.
+//! back as a whole, even for candidates of it whose own decision is `proceed`
+//! ([`Review::held_back`]). `baseline-model` (optional, a blank one counts as none) is the
+//! publisher's display model `verify-baselines` looks a discovered candidate's baseline up with
+//! (`core::baseline::resolve`).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::Decision;
-use super::obstacles::Obstacle;
 use crate::core::candidate::Candidate;
 use crate::core::text::bounded;
 
@@ -38,9 +40,22 @@ pub enum ReviewVerdict {
 /// One candidate's decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewDecision {
+    /// Its place in `decisions`, to name it in a message.
+    pub index: usize,
     pub verdict: ReviewVerdict,
     pub pull_requests: Vec<u64>,
     pub reason: String,
+    /// The publisher's display model of the candidate's source (`DeepSeek-R1-0528`), if given.
+    pub baseline_model: Option<String>,
+}
+
+/// Why the review holds a candidate back, and who it judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldBack {
+    /// The decision that holds it back (its own, or the worst of its family).
+    pub verdict: ReviewVerdict,
+    /// What the review said, for a reason's message.
+    pub message: String,
 }
 
 /// A valid review: one decision per candidate id.
@@ -116,7 +131,7 @@ fn parse_review(text: &str, candidates: &[Candidate]) -> Result<Review, ReviewEr
     let mut decisions = BTreeMap::new();
     for (index, row) in rows.iter().enumerate() {
         let in_row = |problem| ReviewError::Row { index, problem };
-        let (id, decision) = parse_decision(row, &family_of).map_err(in_row)?;
+        let (id, decision) = parse_decision(index, row, &family_of).map_err(in_row)?;
         if decisions.insert(id.to_string(), decision).is_some() {
             return Err(in_row(RowProblem::Repeated(id.to_string())));
         }
@@ -135,6 +150,7 @@ fn parse_review(text: &str, candidates: &[Candidate]) -> Result<Review, ReviewEr
 
 /// One row of `decisions`: the candidate it is for and its decision.
 fn parse_decision<'r>(
+    index: usize,
     row: &'r Value,
     family_of: &BTreeMap<&str, &str>,
 ) -> Result<(&'r str, ReviewDecision), RowProblem> {
@@ -172,10 +188,16 @@ fn parse_decision<'r>(
         Some(_) => return Err(field("pull-requests", "an array")),
     };
     let reason = optional_string(fields, "reason")?.unwrap_or_default();
+    let baseline_model = optional_string(fields, "baseline-model")?
+        .map(str::trim)
+        .filter(|model| !model.is_empty())
+        .map(str::to_string);
     let decision = ReviewDecision {
+        index,
         verdict,
         pull_requests,
         reason: reason.to_string(),
+        baseline_model,
     };
     Ok((id, decision))
 }
@@ -201,9 +223,9 @@ impl Review {
         self.decisions.get(candidate)
     }
 
-    /// The review's obstacle for each candidate it holds back: its own duplicate/uncertain
-    /// decision, else the worst decision of another candidate of its family.
-    pub(super) fn obstacles(&self, candidates: &[Candidate]) -> BTreeMap<String, Obstacle> {
+    /// Every candidate the review does not let through, by id: its own duplicate/uncertain
+    /// decision, else the worst decision of another candidate of its family. The others proceed.
+    pub fn held_back(&self, candidates: &[Candidate]) -> BTreeMap<String, HeldBack> {
         let mut worst_of_family: BTreeMap<&str, (&ReviewDecision, &str)> = BTreeMap::new();
         for candidate in candidates {
             let Some(decision) = self.decisions.get(&candidate.id) else {
@@ -216,7 +238,7 @@ impl Review {
                 *worst = (decision, &candidate.id);
             }
         }
-        let mut obstacles = BTreeMap::new();
+        let mut held_back = BTreeMap::new();
         for candidate in candidates {
             let own = self.decisions.get(&candidate.id);
             let (decision, decided_for) = match own {
@@ -226,19 +248,22 @@ impl Review {
                     _ => continue,
                 },
             };
-            obstacles.insert(
+            held_back.insert(
                 candidate.id.clone(),
-                review_obstacle(decision, decided_for, &candidate.id),
+                HeldBack {
+                    verdict: decision.verdict,
+                    message: review_message(decision, decided_for, &candidate.id),
+                },
             );
         }
-        obstacles
+        held_back
     }
 }
 
-fn review_obstacle(decision: &ReviewDecision, decided_for: &str, candidate: &str) -> Obstacle {
-    let (code, judged) = match decision.verdict {
-        ReviewVerdict::Duplicate => (Decision::ReviewDuplicate, "a duplicate"),
-        _ => (Decision::ReviewUncertain, "uncertain"),
+fn review_message(decision: &ReviewDecision, decided_for: &str, candidate: &str) -> String {
+    let judged = match decision.verdict {
+        ReviewVerdict::Duplicate => "a duplicate",
+        _ => "uncertain",
     };
     let subject = if decided_for == candidate {
         "the review judged it".to_string()
@@ -257,5 +282,5 @@ fn review_obstacle(decision: &ReviewDecision, decided_for: &str, candidate: &str
     if !decision.reason.trim().is_empty() {
         message.push_str(&format!(": {}", decision.reason.trim()));
     }
-    Obstacle::new(code, message)
+    message
 }
