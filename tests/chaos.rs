@@ -883,7 +883,7 @@ mod bot_api {
                         .build()
                         .unwrap();
                     runtime.block_on(async {
-                        ::reqwest::Client::new()
+                        crate::fake_github::http_client()
                             .delete(&url)
                             .bearer_auth(super::BOT_TOKEN)
                             .send()

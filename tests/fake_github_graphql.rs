@@ -204,7 +204,7 @@ async fn send(
     token: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = fake_github::http_client();
     let mut request = client
         .request(method, format!("{}{path}", server.base_url()))
         .bearer_auth(token)

@@ -136,7 +136,7 @@ struct Answer {
 impl Checker {
     fn new(server: &FakeGitHubHandle) -> Self {
         Checker {
-            http: reqwest::Client::new(),
+            http: fake_github::http_client(),
             base: server.base_url(),
             schemas: Schemas::load(),
             problems: Vec::new(),

@@ -57,7 +57,7 @@ impl Answer {
 impl Client {
     fn new(server: &FakeGitHubHandle, token: Option<&str>) -> Self {
         Client {
-            http: reqwest::Client::new(),
+            http: fake_github::http_client(),
             base: server.base_url(),
             token: token.map(str::to_string),
         }

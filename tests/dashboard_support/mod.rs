@@ -46,11 +46,8 @@ pub fn toggle(server: &FakeGitHubHandle, person: Person, number: u64, marker: &s
         .enable_all()
         .build()
         .unwrap();
-    // reqwest is built without a default crypto provider (see adapters/feeds.rs): a client
-    // panics unless one is installed, even for plain http.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let status = runtime.block_on(async move {
-        reqwest::Client::new()
+        super::fake_github::http_client()
             .patch(url)
             .bearer_auth(token)
             .header("user-agent", "klaud-dashboard-tests")

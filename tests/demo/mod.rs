@@ -464,7 +464,7 @@ fn open_draft(server: &FakeGitHubHandle, candidate: &str) -> u64 {
         "body": format!("Candidate `{candidate}`."),
     });
     let answer: Value = runtime.block_on(async {
-        let response = reqwest::Client::new()
+        let response = super::fake_github::http_client()
             .post(url)
             .bearer_auth(BOT_TOKEN)
             .header("user-agent", "agent")

@@ -43,3 +43,11 @@ pub use state::{
     BodyEdit, Commit, DeletedRef, Dispatch, GitIdentity, Issue, IssueComment, Job, Label,
     PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
 };
+
+/// An HTTP client for a test to talk to the fake directly. klaud builds reqwest without a default
+/// crypto provider (its feed reader brings its own, `src/adapters/feeds.rs`), and a client
+/// panics without one even for plain http: the ring provider klaud uses is installed first.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
