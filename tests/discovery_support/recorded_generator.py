@@ -2,10 +2,11 @@
 
 Called as the real one is called by `klaud discover`:
     python3 <this file> test-config --config-keys KEY --config-files FILE --runner-config RUNNERS
-it prints the entries the real generator printed for FILE:KEY at the recorded commit
-(`recorded-outputs.json` beside this file, a copy of tests/fixtures/discovery/generator-843c6254f.json),
-or refuses a key it has no recording of as the real one refuses an unknown key (exit 1, a
-KeyError on stderr). It checks that FILE and RUNNERS exist, as the real one reads them.
+it prints the entries the real generator printed for KEY at the recorded commit
+(`recorded-outputs.json` beside this file, a copy of tests/fixtures/discovery/generator-843c6254f.json;
+no key is in both master files there), or refuses a key FILE does not hold or that it has no
+recording of (exit 1, an error on stderr). FILE may be the whole master file or the family's
+excerpt; it and RUNNERS must exist, as the real generator reads them.
 """
 
 import json
@@ -35,10 +36,18 @@ def main(argv):
         if not os.path.isfile(path):
             print(f"FileNotFoundError: {path}", file=sys.stderr)
             return 1
+    with open(files[0], encoding="utf-8") as handle:
+        text = handle.read()
+    if not any(line.split(":")[0].strip("\"'") == keys[0] for line in text.splitlines()):
+        print(f"ValueError: Config key '{keys[0]}' not found in {files[0]}", file=sys.stderr)
+        return 1
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "recorded-outputs.json"), encoding="utf-8") as handle:
         recorded = json.load(handle)["families"]
-    family = recorded.get(f"{files[0]}:{keys[0]}")
+    # A key names one family: no key is in both master files at the recorded commit. The file
+    # given may be the whole master file or the family's excerpt.
+    matches = [name for name in recorded if name.rsplit(":", 1)[1] == keys[0]]
+    family = recorded[matches[0]] if len(matches) == 1 else None
     if family is None:
         print(f"KeyError: '{keys[0]}' is not a key of {files[0]}", file=sys.stderr)
         return 1

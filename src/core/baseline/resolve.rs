@@ -28,6 +28,7 @@
 //! A row that cannot be proven defers the candidate (every published row of the family must come
 //! from the one producer head the baseline names), with a reason naming what failed.
 
+use crate::core::discovery::pattern::pattern_matches;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -502,35 +503,6 @@ pub fn listed_folders(patterns: &[String], runner_config: &str) -> Vec<String> {
         return vec![".".to_string()];
     }
     folders
-}
-
-/// Whether a repository path matches a `discovery.configs` pattern: `*` and `?` match within one
-/// path segment, and a path with a `deprecated` folder never matches.
-pub fn pattern_matches(pattern: &str, path: &str) -> bool {
-    let pattern: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
-    let path: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let folders = &path[..path.len().saturating_sub(1)];
-    pattern.len() == path.len()
-        && !folders.contains(&"deprecated")
-        && pattern
-            .iter()
-            .zip(&path)
-            .all(|(pattern, name)| segment_matches(pattern, name))
-}
-
-/// `*` any run of characters, `?` one character, anything else itself.
-fn segment_matches(pattern: &str, name: &str) -> bool {
-    fn matches(pattern: &[char], name: &[char]) -> bool {
-        match pattern.split_first() {
-            None => name.is_empty(),
-            Some(('*', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
-            Some(('?', rest)) => !name.is_empty() && matches(rest, &name[1..]),
-            Some((character, rest)) => name.first() == Some(character) && matches(rest, &name[1..]),
-        }
-    }
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    matches(&pattern, &name)
 }
 
 /// The producer's arguments at a head whose tree lists `files` (paths from the root): the

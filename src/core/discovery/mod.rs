@@ -14,6 +14,7 @@
 pub mod catalog;
 pub mod identity;
 pub mod observation;
+pub mod pattern;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde::Serialize;
 
-use self::render::{
-    FamilyJob, Generator, RenderCounts, RenderResult, matching_files, top_level_keys,
-};
+use self::render::{FamilyJob, Generator, RenderCounts, RenderResult, matching_files, read_master};
 use super::StepContext;
 use super::select::facts::{ask_capacity_gate, read_github_facts};
 use super::work_files::write_json_file;
@@ -197,11 +195,8 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
     let mut jobs: Vec<FamilyJob> = Vec::new();
     let mut unreadable: Vec<UnreadableFile> = Vec::new();
     for file in &files {
-        match top_level_keys(&root.join(file)) {
-            Ok(keys) => jobs.extend(keys.into_iter().map(|key| FamilyJob {
-                file: file.clone(),
-                key,
-            })),
+        match read_master(&root, file) {
+            Ok(families) => jobs.extend(families),
             Err(reason) => {
                 reporter.warning(&format!("discover: {file} contributes no family: {reason}"));
                 unreadable.push(UnreadableFile {
@@ -225,6 +220,7 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
             .render_cache
             .clone()
             .unwrap_or_else(|| context.directory.join("discovery-renderings")),
+        excerpts: context.directory.join("discovery-excerpts"),
     };
     reporter.info(&format!(
         "discover: {} famil(ies) in {} file(s); rendering {} at once",

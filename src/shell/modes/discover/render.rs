@@ -2,7 +2,14 @@
 //! files `discovery.configs` matches (never under a `deprecated/` folder), each one's top-level
 //! keys, and each key rendered by the repository's own generator at the checkout — several at
 //! once, up to the machine's cores — or taken from the render cache while its inputs are
-//! unchanged: the master file, the runners file, the generator's sources, and the command.
+//! unchanged: the family's text, the runners file, the generator's sources, and the command.
+//!
+//! The generator is given the family's own block of the master file (its excerpt) when that
+//! block reads alone as exactly the key's value in the whole file: a generator that parses and
+//! validates every file it is given then reads one family instead of all of them (on the
+//! InferenceX configs, most of a run's time), and another family's error cannot hide this one.
+//! A block that does not stand alone (an alias into another block) is rendered from the whole
+//! file.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -14,6 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::adapters::process::{ChildCommand, ChildEnvironment, run_child};
+use crate::core::discovery::pattern::{pattern_matches, segment_matches};
 
 /// Bytes of one rendering's stdout kept; more is an unrenderable family.
 pub const RENDER_STDOUT_LIMIT: usize = 32 * 1024 * 1024;
@@ -24,11 +32,7 @@ pub fn matching_files(root: &Path, pattern: &str) -> Vec<String> {
     let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
     let mut found = Vec::new();
     walk(root, "", &segments, &mut found);
-    found.retain(|path: &String| {
-        let mut folders: Vec<&str> = path.split('/').collect();
-        folders.pop();
-        !folders.contains(&"deprecated")
-    });
+    found.retain(|path: &String| pattern_matches(pattern, path));
     found.sort();
     found.dedup();
     found
@@ -73,36 +77,60 @@ fn walk(root: &Path, prefix: &str, segments: &[&str], found: &mut Vec<String>) {
     }
 }
 
-/// `*` any run of characters, `?` one character, anything else itself.
-fn segment_matches(pattern: &str, name: &str) -> bool {
-    fn matches(pattern: &[char], name: &[char]) -> bool {
-        match pattern.split_first() {
-            None => name.is_empty(),
-            Some(('*', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
-            Some(('?', rest)) => !name.is_empty() && matches(rest, &name[1..]),
-            Some((character, rest)) => name.first() == Some(character) && matches(rest, &name[1..]),
-        }
-    }
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    matches(&pattern, &name)
-}
-
-/// The top-level keys of a master file, in file order, or why it has none.
-pub fn top_level_keys(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read it: {error}"))?;
+/// The families of a master file, in file order, each with the text it is rendered from, or
+/// why the file has none.
+pub fn read_master(root: &Path, file: &str) -> Result<Vec<FamilyJob>, String> {
+    let text = std::fs::read_to_string(root.join(file))
+        .map_err(|error| format!("cannot read it: {error}"))?;
     let document: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(&text).map_err(|error| format!("not valid YAML: {error}"))?;
     let serde_yaml_ng::Value::Mapping(mapping) = document else {
         return Err("its top level is not a mapping".into());
     };
+    let mut excerpts = excerpts(&text, &mapping);
     mapping
-        .keys()
-        .map(|key| match key {
-            serde_yaml_ng::Value::String(name) => Ok(name.clone()),
+        .iter()
+        .map(|(key, _)| match key {
+            serde_yaml_ng::Value::String(name) => Ok(FamilyJob {
+                file: file.to_string(),
+                key: name.clone(),
+                excerpt: excerpts.remove(name.as_str()),
+            }),
             other => Err(format!("a top-level key is not a string: {other:?}")),
         })
         .collect()
+}
+
+/// The verbatim text of each top-level key's block that reads, on its own, as exactly that key
+/// with exactly the value it has in the whole file (an alias into another block, a document
+/// marker or anything else that would change it leaves the key out: it is rendered from the
+/// whole file).
+fn excerpts(text: &str, whole: &serde_yaml_ng::Mapping) -> BTreeMap<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| {
+            let first = line.chars().next().unwrap_or(' ');
+            !first.is_whitespace() && first != '#'
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let mut found = BTreeMap::new();
+    for (position, start) in starts.iter().enumerate() {
+        let end = starts.get(position + 1).copied().unwrap_or(lines.len());
+        let block: String = lines[*start..end].concat();
+        let Ok(serde_yaml_ng::Value::Mapping(alone)) = serde_yaml_ng::from_str(&block) else {
+            continue;
+        };
+        let Some((serde_yaml_ng::Value::String(key), value)) = alone.iter().next() else {
+            continue;
+        };
+        if alone.len() == 1 && whole.get(key.as_str()) == Some(value) {
+            found.insert(key.clone(), block);
+        }
+    }
+    found
 }
 
 /// How the generator is run.
@@ -119,6 +147,8 @@ pub struct Generator {
     pub parallel: usize,
     /// Where renderings are kept between runs.
     pub cache: PathBuf,
+    /// Where the families' excerpts are written for the generator.
+    pub excerpts: PathBuf,
 }
 
 /// One family to render.
@@ -126,6 +156,10 @@ pub struct Generator {
 pub struct FamilyJob {
     pub file: String,
     pub key: String,
+    /// The key's block alone, which the generator is given instead of the whole file: it reads
+    /// and validates only this family (faster, and another family's error cannot hide it).
+    /// `None`: the block does not stand alone, and the whole file is given.
+    pub excerpt: Option<String>,
 }
 
 impl FamilyJob {
@@ -154,17 +188,33 @@ pub struct RenderCounts {
 }
 
 impl Generator {
-    fn arguments(&self, job: &FamilyJob) -> Vec<String> {
+    fn arguments(&self, job: &FamilyJob, config_file: &str) -> Vec<String> {
         vec![
             self.entrypoint.clone(),
             "test-config".into(),
             "--config-keys".into(),
             job.key.clone(),
             "--config-files".into(),
-            job.file.clone(),
+            config_file.to_string(),
             "--runner-config".into(),
             self.runner_config.clone(),
         ]
+    }
+
+    /// The config file the generator is given: the family's excerpt, written under `excerpts`
+    /// by its digest, or the whole master file.
+    fn config_file(&self, job: &FamilyJob) -> std::io::Result<String> {
+        let Some(excerpt) = &job.excerpt else {
+            return Ok(job.file.clone());
+        };
+        std::fs::create_dir_all(&self.excerpts)?;
+        let path = self
+            .excerpts
+            .join(format!("{}.yaml", hex(&Sha256::digest(excerpt.as_bytes()))));
+        if !path.is_file() {
+            std::fs::write(&path, excerpt)?;
+        }
+        Ok(std::path::absolute(&path)?.display().to_string())
     }
 
     /// The fingerprint of what the generator's sources are: every file in the entrypoint's
@@ -196,25 +246,39 @@ impl Generator {
         let sources = self.sources_fingerprint();
         let runners = std::fs::read(self.root.join(&self.runner_config)).unwrap_or_default();
         let mut file_digests: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
-        for job in jobs {
-            file_digests
-                .entry(job.file.as_str())
-                .or_insert_with(|| std::fs::read(self.root.join(&job.file)).unwrap_or_default());
+        for job in jobs.iter().filter(|job| job.excerpt.is_none()) {
+            file_digests.entry(job.file.as_str()).or_insert_with(|| {
+                Sha256::digest(std::fs::read(self.root.join(&job.file)).unwrap_or_default())
+                    .to_vec()
+            });
         }
+        // What a rendering depends on: the command (with the family's file and key, not where
+        // its excerpt was written), the text the generator reads, the runners file and the
+        // generator's sources.
         let keys: Vec<String> = jobs
             .iter()
             .map(|job| {
                 let mut hasher = Sha256::new();
                 hasher.update(self.interpreter.to_string_lossy().as_bytes());
-                for argument in self.arguments(job) {
+                for argument in self.arguments(job, &job.file) {
                     hasher.update([0]);
                     hasher.update(argument.as_bytes());
+                }
+                hasher.update([0]);
+                match &job.excerpt {
+                    Some(excerpt) => {
+                        hasher.update(b"excerpt");
+                        hasher.update(Sha256::digest(excerpt.as_bytes()));
+                    }
+                    None => {
+                        hasher.update(b"whole file");
+                        hasher.update(&file_digests[job.file.as_str()]);
+                    }
                 }
                 hasher.update([0]);
                 hasher.update(sources.as_bytes());
                 hasher.update([0]);
                 hasher.update(Sha256::digest(&runners));
-                hasher.update(Sha256::digest(&file_digests[job.file.as_str()]));
                 hex(&hasher.finalize())
             })
             .collect();
@@ -255,8 +319,17 @@ impl Generator {
         {
             return (RenderResult::Entries(entries), true);
         }
-        let mut command =
-            ChildCommand::new(self.interpreter.clone(), self.timeout).args(self.arguments(job));
+        let config_file = match self.config_file(job) {
+            Ok(path) => path,
+            Err(error) => {
+                return (
+                    RenderResult::Refused(format!("its excerpt could not be written: {error}")),
+                    false,
+                );
+            }
+        };
+        let mut command = ChildCommand::new(self.interpreter.clone(), self.timeout)
+            .args(self.arguments(job, &config_file));
         command.working_directory = Some(self.root.clone());
         command.environment = ChildEnvironment::Only(self.environment.clone());
         command.stdout_limit = RENDER_STDOUT_LIMIT;
@@ -282,7 +355,9 @@ impl Generator {
             Ok(output) => match serde_json::from_str::<Value>(&output.stdout) {
                 Ok(entries) => {
                     if std::fs::create_dir_all(&self.cache).is_ok() {
-                        let temporary = self.cache.join(format!("{key}.json.partial"));
+                        let temporary = self
+                            .cache
+                            .join(format!("{key}.json.{}.partial", std::process::id()));
                         if std::fs::write(&temporary, &output.stdout).is_ok() {
                             let _ = std::fs::rename(&temporary, &kept);
                         }
@@ -326,11 +401,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn segments_match_stars_and_question_marks() {
-        assert!(segment_matches("*-master.yaml", "nvidia-master.yaml"));
-        assert!(!segment_matches("*-master.yaml", "runners.yaml"));
-        assert!(segment_matches("a?c", "abc"));
-        assert!(!segment_matches("a?c", "ac"));
+    fn a_block_is_an_excerpt_only_when_it_reads_alone_as_the_same_value() {
+        let root = tempfile::tempdir().unwrap();
+        let text = "# header\na:\n  image: x # one\n  list: [1, 2]\n\n# about b\nb: &shared\n  image: y\nc: *shared\n\"d e\": {image: z}\n";
+        std::fs::write(root.path().join("m.yaml"), text).unwrap();
+        let jobs = read_master(root.path(), "m.yaml").unwrap();
+        let excerpts: Vec<(&str, Option<&str>)> = jobs
+            .iter()
+            .map(|job| (job.key.as_str(), job.excerpt.as_deref()))
+            .collect();
+        assert_eq!(
+            excerpts,
+            [
+                (
+                    "a",
+                    Some("a:\n  image: x # one\n  list: [1, 2]\n\n# about b\n")
+                ),
+                ("b", Some("b: &shared\n  image: y\n")),
+                ("c", None),
+                ("d e", Some("\"d e\": {image: z}\n")),
+            ]
+        );
+        assert!(read_master(root.path(), "missing.yaml").is_err());
     }
 
     #[test]
