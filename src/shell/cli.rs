@@ -446,6 +446,7 @@ mod tests {
                 "install-cli",
                 "verify-baselines",
                 "select",
+                "discover",
                 "recover",
                 "finish",
                 "wake",
