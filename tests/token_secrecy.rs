@@ -231,6 +231,7 @@ fn the_successful_runs_did_what_carries_a_token_risk() {
         setup("select", Answer::Serves),
         setup("install-cli", Answer::Serves),
         setup("verify-baselines", Answer::Serves),
+        setup("discover", Answer::Serves),
     ] {
         setup.command.assert().code(0);
         for dump in &setup.child_environments {

@@ -320,8 +320,87 @@ pub fn check_stop_mode() -> Setup {
     Setup::of(step, server, command)
 }
 
+/// A generator that records its environment and renders one entry of the one family.
+const RECORDING_GENERATOR: &str = r#"import json, os, sys
+dump = os.environ.get("STAND_IN_ENVIRONMENT_DUMP")
+if dump:
+    with open(dump, "w") as handle:
+        handle.write("\n".join(f"{k}={v}" for k, v in os.environ.items()))
+json.dump([{"model-prefix": "dsr1", "runner": "b200", "framework": "vllm", "precision": "fp8",
+            "spec-decoding": "none", "disagg": False, "isl": 1024, "osl": 1024,
+            "image": "vllm/vllm-openai:v1"}], sys.stdout)
+"#;
+
+/// discover of a checkout with one family, its generator recording its environment, and a
+/// catalog file with the family's row.
+pub fn discover() -> Setup {
+    let step = Step::default();
+    let server = FakeGitHub::start(populated_repository());
+    let checkout = step.path("checkout");
+    for (path, text) in [
+        (
+            "configs/x-master.yaml",
+            "k1:\n  image: vllm/vllm-openai:v1\n",
+        ),
+        ("configs/runners.yaml", "b200: [b200-1]\n"),
+        (
+            "utils/matrix_logic/generate_sweep_configs.py",
+            RECORDING_GENERATOR,
+        ),
+    ] {
+        let full = checkout.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    for args in [
+        vec!["init", "-q"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "x",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(&checkout)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+    let catalog = json!([{"model": "dsr1", "hardware": "b200", "framework": "vllm",
+        "precision": "fp8", "spec_method": "none", "disagg": false, "isl": 1024, "osl": 1024,
+        "benchmark_type": "single_turn", "image": "vllm/vllm-openai:v1", "date": "2026-08-01"}]);
+    let images = step.write("latest-images.json", &catalog.to_string());
+    let empty = step.write("empty-feed.json", "[]");
+    let config = json!({
+        "producer": {"pass-env": ["STAND_IN_ENVIRONMENT_DUMP"]},
+        "discovery": {"feeds": {"images": images, "benchmarks": empty, "workflow-info": empty}},
+    });
+    step.write("klaud.yml", &config.to_string());
+    let environment = step.path("generator-environment");
+    let mut command = command(&step, &server, "discover");
+    command
+        .arg("--repo-path")
+        .arg(&checkout)
+        .env("STAND_IN_ENVIRONMENT_DUMP", &environment);
+    Setup {
+        step,
+        server,
+        command,
+        child_environments: vec![environment],
+        _producer: None,
+    }
+}
+
 pub fn setup(mode: &str, answer: Answer) -> Setup {
     let setup = match mode {
+        "discover" => discover(),
         "install-cli" => install_cli(answer),
         "verify-baselines" => verify_baselines(answer),
         "finish" => finish(),
