@@ -9,15 +9,20 @@
 //! this repository is replaced, and nothing else:
 //! - `actions/upload-artifact` and `actions/download-artifact` by stand-ins
 //!   (`fixtures/e2e-workflows/actions/`, through act's `--local-repository`) that keep the
-//!   artifact in a directory of the test;
+//!   artifact (a directory's files, or one file such as `baselines.json`) in a directory of the
+//!   test;
+//! - `actions/cache/restore` and `actions/cache/save` (the planner's renderings kept between
+//!   waves, which run only when it discovers) by the stand-in in `fixtures/actions-cache/`
+//!   (`act_support/`), speaking to act's cache server in the discovering wave;
 //! - `anthropics/claude-code-action` by a stand-in serving both of its uses, told apart by their
-//!   inputs (`fixtures/e2e-workflows/actions/claude-code-action/`): the planner's read-only
-//!   review gets "proceed" for every candidate after the step's inputs are checked; the
-//!   candidate workflow's agent is the real agent CLI run as the action runs it (git's identity
-//!   from `bot_name`/`bot_id`, `settings` written to `~/.claude/settings.json`, `claude_args`
-//!   split like a command line, `--output-format stream-json`, the `execution_file`,
-//!   `conclusion` and `structured_output` outputs), so klaud's Stop and PostToolUse hooks from
-//!   `agent-settings` run inside the job against the fake;
+//!   inputs (`fixtures/e2e-workflows/actions/claude-code-action/`): the planner's read-only review
+//!   gets "proceed" for every candidate after the step's inputs are checked (no `baseline-model`: a
+//!   discovering repository names its display model in `discovery.models`), and `verify-baselines`
+//!   then verifies what it lets proceed; the candidate workflow's agent is the real agent CLI run
+//!   as the action runs it (git's identity from `bot_name`/`bot_id`, `settings` written to
+//!   `~/.claude/settings.json`, `claude_args` split like a command line, `--output-format
+//!   stream-json`, the `execution_file`, `conclusion` and `structured_output` outputs), so klaud's
+//!   Stop and PostToolUse hooks from `agent-settings` run inside the job against the fake;
 //! - the model behind the CLI by a scripted model server the test starts on 127.0.0.1
 //!   (`agent_support/`; `ANTHROPIC_BASE_URL` reaches the step through act's `--env`), answering
 //!   as an agent following the candidate prompt would (`e2e_workflows_support/agent.rs`): it
@@ -27,9 +32,15 @@
 //!   `gh pr list`, `gh workflow run`, `gh run list`) to the fake, and `git push` by
 //!   `fixtures/e2e-workflows/bin/e2e-push`: the fake speaks the REST API, not git's protocol, so
 //!   the agent's commit is made through the git data API with the identity git was given;
-//! - the repository's discovery reads the candidates file committed in the scratch copy
-//!   (`.github/klaud-candidates.json`), whose baselines a stand-in producer committed there
-//!   regenerates (`verify_baselines_support/`).
+//! - where candidates come from: most tests' scratch copy is a repository of another shape that
+//!   brings its own candidates file (`.github/klaud-candidates.json`, named by the repository
+//!   variable `KLAUD_CANDIDATES_FILE`), whose baselines a stand-in producer committed there
+//!   regenerates (`verify_baselines_support/`). The discovering wave's copy sets no such
+//!   variable: `discover` renders the families of its master file with that stand-in at the
+//!   producer entrypoint, and the public feeds (the image catalog, benchmarks, workflow-info)
+//!   are a loopback server the test starts (`e2e_workflows_support/discovery.rs`), naming the
+//!   stand-in's commit as the producer head of the published rows, so `verify-baselines`
+//!   resolves the discovered candidates' baselines and verifies them against it.
 //!
 //! npm is the real one: each job's `install-cli` installs the pinned CLI from the npm registry
 //! (the only network these tests use), with npm's cache shared under the target directory and
@@ -60,6 +71,8 @@ mod act_support;
 mod agent;
 #[path = "agent_support/mod.rs"]
 mod agent_support;
+#[path = "e2e_workflows_support/discovery.rs"]
+mod discovery;
 #[path = "fake_github/mod.rs"]
 mod fake_github;
 #[path = "recover_support/mod.rs"]
@@ -95,6 +108,8 @@ const PLAN: &str = ".github/workflows/klaud-plan.yml";
 const CANDIDATE: &str = ".github/workflows/klaud-candidate.yml";
 const WAKE: &str = ".github/workflows/klaud-wake.yml";
 const REPOSITORY: &str = "acme/bench";
+/// The candidates file a repository of another shape brings (`KLAUD_CANDIDATES_FILE`).
+const CANDIDATES_FILE: &str = ".github/klaud-candidates.json";
 /// Longest one act run may take.
 const ACT_DEADLINE: Duration = Duration::from_secs(4 * 60);
 
@@ -249,6 +264,208 @@ fn a_planner_wave_selects_claims_and_finishes_each_session_with_its_outcome() {
     assert_eq!(ledger.sessions.len(), 2, "no new session: {ledger:?}");
     assert_eq!(server.state().pulls.len(), pulls_before);
     eprintln!("next wave: act ran {:.1} s", run.seconds);
+}
+
+const DISCOVERED_NOTE: &str = "the discovered family: the sweep passed on the head";
+
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn a_planner_wave_discovers_candidates_and_runs_a_session_on_one_whose_baseline_it_resolved() {
+    let mut world = World::new();
+    let planner = planner_run(&mut world.state, "workflow_dispatch");
+    let server = world.start();
+    let (repository, feeds, producer_head) = ScratchRepository::discovering();
+    let verified = discovery::discovered_id(discovery::VERIFIED);
+    let unmatched = discovery::discovered_id(discovery::UNMATCHED);
+    let model = ModelServer::start_conversations(agent::conversations(vec![(
+        verified.as_str(),
+        agent::validated(&verified, false, DISCOVERED_NOTE),
+    )]));
+    // act's cache server keeps the renderings the evidence job saves with actions/cache.
+    let cache = repository.scratch.home().join("act-cache-server");
+
+    let run = GitHubRunners::while_running(&server, || {
+        repository.act(
+            klaud_act("workflow_dispatch", PLAN, &server, planner)
+                .model(&model)
+                .cache_server(&cache),
+        )
+    });
+    run.assert_job_succeeded();
+    eprintln!("discovering planner wave: act ran {:.1} s", run.seconds);
+
+    // discover: the two families the catalog lists, with the reference system's ids; the
+    // renderings kept for the next wave.
+    let discovered: Vec<String> =
+        serde_json::from_str(&output_in_log(&run, "discovered")).expect("discover's ids");
+    let mut sorted = discovered.clone();
+    sorted.sort();
+    let mut expected = vec![verified.clone(), unmatched.clone()];
+    expected.sort();
+    assert_eq!(sorted, expected, "discovered: {discovered:?}");
+    run.assert_log_contains("::set-output:: candidates=2");
+    run.assert_log_contains("Cache saved with key: klaud-renderings-");
+    let record = artifact_json(&repository, "klaud-evidence/discovery.json");
+    let fates: Vec<(String, String)> = record["families"]
+        .as_array()
+        .expect("families")
+        .iter()
+        .map(|family| {
+            (
+                family["family"].as_str().expect("a family").to_string(),
+                family["fate"].as_str().expect("a fate").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fates,
+        vec![
+            (
+                discovery::family(discovery::UNPUBLISHED),
+                "no-published-row".to_string()
+            ),
+            (
+                discovery::family(discovery::VERIFIED),
+                "candidate".to_string()
+            ),
+            (
+                discovery::family(discovery::UNMATCHED),
+                "candidate".to_string()
+            ),
+        ],
+        "{record}"
+    );
+    assert_eq!(
+        record["base"],
+        json!(repository.scratch.git(&["rev-parse", "HEAD"]).trim())
+    );
+
+    // The review let both proceed; verify-baselines looked their baselines up in the feeds
+    // (one benchmarks and one workflow-info read per date) and verified one against the
+    // producer at the head the feeds name; the other's published point is not rendered.
+    run.assert_log_contains("review stand-in: proceed for 2 candidates");
+    run.assert_log_contains(&format!("::set-output:: verified=[\"{verified}\"]"));
+    run.assert_log_contains(&format!("::set-output:: deferred=[\"{unmatched}\"]"));
+    run.assert_log_contains("::set-output:: deferred-reasons={\"unmatched-baseline\":1}");
+    run.assert_log_contains("::set-output:: feed-requests=4");
+    for (id, key, rows) in [
+        (&verified, discovery::VERIFIED, 2),
+        (&unmatched, discovery::UNMATCHED, 1),
+    ] {
+        run.assert_log_contains(&format!(
+            "{id}: baseline looked up: {rows} published row(s) of {} for {}, producer head \
+             {producer_head}",
+            discovery::date_of(key),
+            discovery::DISPLAY_MODEL
+        ));
+    }
+    let baselines = artifact_json(&repository, "klaud-baselines/baselines.json");
+    let baseline = baselines["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|candidate| candidate["id"] == json!(verified))
+        .unwrap_or_else(|| panic!("no record of {verified}: {baselines}"));
+    assert_eq!(baseline["status"], "verified", "{baseline}");
+    assert_eq!(
+        baseline["producer"]["head"],
+        json!(producer_head),
+        "{baseline}"
+    );
+    // The producer's arguments as the master files and the runners file lie at that head.
+    assert_eq!(
+        baseline["baseline"]["producer"]["args"],
+        json!([
+            "test-config",
+            "--config-keys",
+            discovery::VERIFIED,
+            "--config-files",
+            discovery::MASTER_FILE,
+            "--runner-config",
+            discovery::RUNNERS_FILE
+        ]),
+        "{baseline}"
+    );
+    assert_eq!(
+        baseline["points"].as_array().map(Vec::len),
+        Some(2),
+        "{baseline}"
+    );
+    let mut requests = feeds.requests();
+    requests.sort();
+    let mut expected_requests = vec![discovery::IMAGES_PATH.to_string()];
+    for key in [discovery::VERIFIED, discovery::UNMATCHED] {
+        let date = discovery::date_of(key);
+        expected_requests.push(format!(
+            "{}?model={}&date={date}&exact=true",
+            discovery::BENCHMARKS_PATH,
+            discovery::DISPLAY_MODEL
+        ));
+        expected_requests.push(format!("{}?date={date}", discovery::WORKFLOW_INFO_PATH));
+    }
+    expected_requests.sort();
+    assert_eq!(requests, expected_requests);
+
+    // select claimed the verified one; its session ran with the discovered record.
+    run.assert_log_contains(&format!("::set-output:: candidates=[\"{verified}\"]"));
+    run.assert_log_contains(&format!(
+        "{unmatched} ({}): baseline-deferred",
+        discovery::family(discovery::UNMATCHED)
+    ));
+    assert_model_script_used(&model);
+    let context = context_read(&model.conversation_requests(&agent::candidate_key(&verified)));
+    assert_eq!(context["candidate"]["id"], json!(verified));
+    assert_eq!(
+        context["candidate"]["family"],
+        json!(discovery::family(discovery::VERIFIED))
+    );
+    assert_eq!(
+        context["candidate"]["source"],
+        discovery::catalog()[0],
+        "the catalog row it came from"
+    );
+    assert_eq!(context["branch"], json!(branch(&verified)));
+
+    let ledger = stored_ledger(&server);
+    let state = server.state();
+    assert!(ledger.claims.is_empty(), "claims left: {:?}", ledger.claims);
+    assert_eq!(
+        sessions_of(&ledger),
+        vec![(
+            verified.clone(),
+            SessionState::Finished,
+            Some(Outcome::Validated),
+            planner
+        )],
+        "the ledger: {ledger:?}"
+    );
+    let session = session_of(&ledger, &verified);
+    assert_eq!(
+        attempt_ends(session),
+        vec![(planner, Some(AttemptEnd::Finished))]
+    );
+    let pull = pull_of(&state, &verified);
+    assert_eq!(
+        (pull.state, pull.draft, pull.author.as_str()),
+        (PullState::Open, false, BOT)
+    );
+    assert_eq!(pull.labels, vec!["klaud-finished".to_string()]);
+    assert_eq!(session.pull_request, Some(pull.number));
+    assert_bot_commit(&state, &pull.head_sha);
+    assert_eq!(
+        runs_of(&state, SWEEP, &verified),
+        vec![("completed".to_string(), Some("success".to_string()))]
+    );
+    assert_session_log(&state, &verified, pull.number, DISCOVERED_NOTE);
+    assert_one_receipt(&state, &verified, pull.number, planner);
+    // The deferred one was never claimed nor started.
+    assert_eq!(state.branch_sha(&branch(&unmatched)), None);
+    assert!(
+        state
+            .pulls
+            .values()
+            .all(|pull| pull.head_ref != branch(&unmatched))
+    );
 }
 
 const ALPHA_NOTE: &str = "alpha: sweep passed on the pushed head; validated";
@@ -720,16 +937,21 @@ fn the_next_recovery_pass_sweeps_what_a_killed_session_left() {
     );
 }
 
-/// The scratch repository every test runs: the tree, a stand-in producer committed in its
-/// history, `.github/klaud.yml` (the bot, then `config`) and the candidates file, all
-/// committed (the candidate job puts the checkout back at the workflow's commit before
-/// `finish`); and the artifact directory.
+/// The scratch repository a test runs: the tree, a stand-in producer committed in its history,
+/// `.github/klaud.yml` (the bot, then `config`) and either its own candidates file or the master
+/// configs discovery renders, all committed (the candidate job puts the checkout back at the
+/// workflow's commit before `finish`); the repository variable `KLAUD_CANDIDATES_FILE` when it
+/// brings its own candidates; and the artifact directory.
 struct ScratchRepository {
     scratch: Scratch,
+    /// The repository variable `KLAUD_CANDIDATES_FILE` (unset: the planner discovers).
+    candidates_file: Option<&'static str>,
     artifacts: tempfile::TempDir,
 }
 
 impl ScratchRepository {
+    /// A repository of another shape: it brings its own candidates file (alpha, beta, gamma),
+    /// named by `KLAUD_CANDIDATES_FILE`, so the planner does not discover.
     fn new(config: &str) -> Self {
         let scratch = Scratch::new(Prebuilt::Matching);
         let entries = vec![single_node_entry("h100", 4), single_node_entry("h100", 8)];
@@ -747,11 +969,39 @@ impl ScratchRepository {
             candidate("beta", &head, &args, vec![single_node_row("h100", 8)]),
             candidate("gamma", &head, &args, vec![single_node_row("h100", 64)]),
         ]);
-        scratch.write(".github/klaud-candidates.json", &candidates.to_string());
+        scratch.write(CANDIDATES_FILE, &candidates.to_string());
         scratch.write(".github/klaud.yml", &format!("bot: {BOT}\n{config}"));
         scratch.commit("klaud configuration and candidates");
+        ScratchRepository::around(scratch, Some(CANDIDATES_FILE))
+    }
+
+    /// An InferenceX-shaped repository: the master file of `discovery`'s three families and
+    /// the runners file, committed with the stand-in producer that renders them (the producer
+    /// head the feeds name, returned last); then `.github/klaud.yml` with the feeds on the
+    /// loopback server returned. No `KLAUD_CANDIDATES_FILE`: the planner discovers.
+    fn discovering() -> (Self, discovery::FeedServer, String) {
+        let scratch = Scratch::new(Prebuilt::Matching);
+        scratch.write(ENTRYPOINT, STAND_IN_PRODUCER);
+        scratch.write(
+            &ENTRYPOINT.replace("generate_sweep_configs.py", "stand-in-producer.json"),
+            &discovery::generator_data().to_json().to_string(),
+        );
+        scratch.write(discovery::MASTER_FILE, &discovery::master_file());
+        scratch.write(discovery::RUNNERS_FILE, &discovery::runners_file());
+        let head = scratch.commit("master configs and their generator");
+        let feeds = discovery::FeedServer::start(REPOSITORY, &head);
+        scratch.write(
+            ".github/klaud.yml",
+            &format!("bot: {BOT}\n{}", feeds.config()),
+        );
+        scratch.commit("klaud configuration");
+        (ScratchRepository::around(scratch, None), feeds, head)
+    }
+
+    fn around(scratch: Scratch, candidates_file: Option<&'static str>) -> Self {
         ScratchRepository {
             scratch,
+            candidates_file,
             artifacts: tempfile::Builder::new()
                 .prefix("klaud-e2e-artifacts-")
                 .tempdir()
@@ -762,7 +1012,7 @@ impl ScratchRepository {
     /// Runs act; then kills whatever the run left (the agent CLI's `Bash` commands run in
     /// sessions of their own, out of the group act kills), found by a tracking variable every
     /// step inherits.
-    fn act(&self, act: Act) -> ActRun {
+    fn act(&self, mut act: Act) -> ActRun {
         static RUNS: AtomicUsize = AtomicUsize::new(0);
         let tracking = format!(
             "e2e-{}-{}",
@@ -773,6 +1023,10 @@ impl ScratchRepository {
             .parent()
             .expect("<target>/agent-cli")
             .join("npm-cache");
+        // A repository variable, like KLAUD_ENABLED: every workflow of the repository sees it.
+        if let Some(file) = self.candidates_file {
+            act = act.flag("--var", format!("KLAUD_CANDIDATES_FILE={file}"));
+        }
         let act = act
             .process_env("KLAUD_E2E_ARTIFACTS", self.artifacts.path())
             .process_env(TRACKING_VARIABLE, &tracking)
@@ -945,6 +1199,29 @@ fn context_read(requests: &[ModelRequest]) -> Value {
         .expect("the conversation went past its opening")
         .last_tool_result();
     serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{error}: {printed}"))
+}
+
+/// The value of the step output `name` as the log shows it (`::set-output:: name=value`): act
+/// logs it for klaud's step and again for action.yml's outputs, and every other klaud step of
+/// the run logs it empty. One step sets it.
+fn output_in_log(run: &ActRun, name: &str) -> String {
+    let marker = format!("::set-output:: {name}=");
+    let values: std::collections::BTreeSet<&str> = run
+        .log
+        .lines()
+        .filter_map(|line| line.split_once(&marker).map(|(_, value)| value.trim_end()))
+        .filter(|value| !value.is_empty())
+        .collect();
+    assert_eq!(values.len(), 1, "the output {name} in the log: {values:?}");
+    values.into_iter().next().expect("one value").to_string()
+}
+
+/// A JSON file an artifact stand-in kept (`<artifact>/<file>`).
+fn artifact_json(repository: &ScratchRepository, relative: &str) -> Value {
+    let path = repository.artifacts.path().join(relative);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("read {}: {error}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{relative}: {error}"))
 }
 
 /// The model server answered only what it knows, and every script was used exactly.
