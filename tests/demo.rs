@@ -17,8 +17,11 @@ mod recover_support;
 
 use demo::*;
 use fake_github::{PullRequest, PullState};
+use klaud::core::discovery::identity::candidate_id;
+use klaud::core::discovery::observation::normalise_image;
 use klaud::core::ledger::SessionState;
 use klaud::core::outcome::Outcome;
+use serde_json::Value;
 
 fn pull(wave: &Wave, number: u64) -> PullRequest {
     wave.server.with_state(|state| state.pulls[&number].clone())
@@ -32,7 +35,7 @@ fn branch_exists(wave: &Wave, candidate: &str) -> bool {
     })
 }
 
-fn verdict(record: &serde_json::Value, candidate: &str) -> (String, String) {
+fn verdict(record: &Value, candidate: &str) -> (String, String) {
     let found = record["plan"]["candidates"]
         .as_array()
         .unwrap()
@@ -43,6 +46,16 @@ fn verdict(record: &serde_json::Value, candidate: &str) -> (String, String) {
         found["verdict"].as_str().unwrap().to_string(),
         found["outcome"].as_str().unwrap_or("").to_string(),
     )
+}
+
+/// A family's report in `discovery.json`.
+fn family_report<'a>(discovery: &'a Value, family: &str) -> &'a Value {
+    discovery["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|report| report["family"] == family)
+        .unwrap_or_else(|| panic!("no report of {family}"))
 }
 
 #[test]
@@ -56,14 +69,14 @@ fn the_demo_wave_does_what_its_account_says() {
     let abandoned = pull(&wave, seeded.abandoned);
     assert_eq!(abandoned.state, PullState::Closed, "{account}");
     assert_eq!(abandoned.closed_by.as_deref(), Some(recover_support::BOT));
-    assert!(!branch_exists(&wave, ABANDONED));
+    assert!(!branch_exists(&wave, &ABANDONED.id()));
     assert_eq!(
-        verdict(&wave.first_recover, ABANDONED).0,
+        verdict(&wave.first_recover, &ABANDONED.id()).0,
         "swept",
         "{account}"
     );
     assert_eq!(
-        verdict(&wave.first_recover, CLOSED_BY_MAINTAINER),
+        verdict(&wave.first_recover, &held_session()),
         ("reconciled".to_string(), "closed-by-maintainer".to_string())
     );
     let closed = pull(&wave, seeded.closed_by_maintainer);
@@ -71,7 +84,7 @@ fn the_demo_wave_does_what_its_account_says() {
         closed.closed_by.as_deref(),
         Some(recover_support::MAINTAINER)
     );
-    assert!(branch_exists(&wave, CLOSED_BY_MAINTAINER));
+    assert!(!branch_exists(&wave, &held_session()));
 
     // Maintainers' pull requests are never touched.
     for number in [seeded.handed_off, seeded.maintainers_own] {
@@ -96,49 +109,129 @@ fn the_demo_wave_does_what_its_account_says() {
         .collect();
     assert!(touching_maintainers.is_empty(), "{touching_maintainers:?}");
 
-    // Selection: cooling, held and occupied families are not selected; the cap holds.
-    let decision = |id: &str| wave.selection[id].as_str();
-    assert_eq!(decision(COOLING), "cooling-down");
-    assert_eq!(decision(SAME_FAMILY), "cooling-down");
-    assert_eq!(decision(HANDED_OFF), "occupied");
-    assert_eq!(decision(OVER_CAP), "over-cap");
-    assert_eq!(wave.selected, [VALIDATED, FAILED, NO_CAPACITY, INTERRUPTED]);
+    // Discovery: every family of the checkout rendered at its HEAD; the free families are the
+    // candidates, with the ids of their family and published image; the handed-off family is
+    // occupied, the maintainer-closed one held, the failed one cooling down, the unpublished one
+    // has no row, and the row no family matches is reported.
+    let discovery = &wave.discovery;
+    assert_eq!(discovery["base"], wave.checkout.head(), "{account}");
+    assert_eq!(
+        discovery["rendering"]["families"],
+        wave.checkout.families().len()
+    );
+    assert_eq!(discovery["rendering"]["refused"], 0);
+    let mut expected: Vec<String> = FREE
+        .iter()
+        .map(|family| candidate_id(family.family, &normalise_image(family.image)))
+        .collect();
+    let mut discovered = wave.discovered.clone();
+    expected.sort();
+    discovered.sort();
+    assert_eq!(discovered, expected, "{account}");
+    // Computed independently (Python's canonical JSON and SHA-256) for the enroot image, whose
+    // id is made from its normalised `nvcr.io/nvidia/…` spelling.
+    assert_eq!(FREE[0].id(), "b6f058db1a5afbfd-1e6fa8d804bf7b88");
+    for family in FREE {
+        let report = family_report(discovery, family.family);
+        assert_eq!(report["fate"], "candidate");
+        assert_eq!(report["candidate"], family.id());
+    }
+    let mut families = wave.checkout.families();
+    let mut named: Vec<String> = [HELD, COOLING, HANDED_OFF, UNPUBLISHED]
+        .iter()
+        .chain(&FREE)
+        .map(|family| family.family.to_string())
+        .collect();
+    families.sort();
+    named.sort();
+    assert_eq!(
+        families, named,
+        "the checkout has the families the demo names"
+    );
+    assert!(!families.iter().any(|family| family == ABANDONED.family));
+    for candidate in wave.candidates.as_array().unwrap() {
+        let family = FREE
+            .iter()
+            .find(|family| candidate["family"] == family.family)
+            .unwrap_or_else(|| panic!("{candidate} is of a free family"));
+        assert_eq!(candidate["source"]["image"], family.image);
+        assert_eq!(candidate["base"], wave.checkout.head());
+    }
+    let ids_in_file: Vec<&str> = wave
+        .candidates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|candidate| candidate["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids_in_file, wave.discovered,
+        "the file is in the run's order"
+    );
+    for (family, fate) in [
+        (HANDED_OFF, "occupied"),
+        (HELD, "held"),
+        (COOLING, "cooling-down"),
+        (UNPUBLISHED, "no-published-row"),
+    ] {
+        assert_eq!(
+            family_report(discovery, family.family)["fate"],
+            fate,
+            "{}",
+            family.family
+        );
+    }
+    assert_eq!(discovery["row-counts"]["no-family"], 1);
+    assert!(account.contains("occupied: "), "{account}");
+
+    // Selection from discover's candidates: the cap takes the first four in discover's order.
+    let decisions: Vec<&str> = wave
+        .discovered
+        .iter()
+        .map(|id| wave.selection[id].as_str())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["selected", "selected", "selected", "selected", "over-cap"]
+    );
+    assert_eq!(wave.selected, wave.discovered[..4]);
 
     // Finish: the validated draft is ready and kept, the others closed and their branches gone.
-    let validated = pull(&wave, wave.agent_pulls[VALIDATED]);
-    assert_eq!(validated.state, PullState::Open);
+    let validated = &wave.endings["validated"];
+    let ready = pull(&wave, wave.agent_pulls[validated]);
+    assert_eq!(ready.state, PullState::Open);
     assert!(
-        !validated.draft,
+        !ready.draft,
         "the validated pull request is ready for review"
     );
-    assert_eq!(validated.labels, ["klaud-finished"]);
-    assert!(branch_exists(&wave, VALIDATED));
-    for (candidate, label) in [(FAILED, "klaud-error"), (NO_CAPACITY, "klaud-infra")] {
+    assert_eq!(ready.labels, ["klaud-finished"]);
+    assert!(branch_exists(&wave, validated));
+    for (ending, label) in [("failed", "klaud-error"), ("no-capacity", "klaud-infra")] {
+        let candidate = &wave.endings[ending];
         let closed = pull(&wave, wave.agent_pulls[candidate]);
-        assert_eq!(closed.state, PullState::Closed, "{candidate}");
-        assert_eq!(closed.labels, [label], "{candidate}");
-        assert!(!branch_exists(&wave, candidate), "{candidate}");
-        assert_eq!(
-            wave.finished[candidate]["plan"]["outcome"],
-            candidate_outcome(candidate)
-        );
+        assert_eq!(closed.state, PullState::Closed, "{ending}");
+        assert_eq!(closed.labels, [label], "{ending}");
+        assert!(!branch_exists(&wave, candidate), "{ending}");
+        assert_eq!(wave.finished[candidate]["plan"]["outcome"], ending);
     }
 
     // Wake dispatched exactly one recovery pass, which reconciled the interrupted session.
+    let interrupted = &wave.endings["interrupted"];
     assert!(wave.wake_dispatched);
     assert_eq!(wave.wake["decision"], "dispatch");
     let dispatches = wave.server.with_state(|state| state.dispatches.clone());
     assert_eq!(dispatches.len(), 1);
     assert_eq!(dispatches[0].inputs, serde_json::json!({"wake": "true"}));
     assert_eq!(
-        verdict(&wave.last_recover, INTERRUPTED),
+        verdict(&wave.last_recover, interrupted),
         ("reconciled".to_string(), "no-outcome".to_string())
     );
-    let interrupted = pull(&wave, wave.agent_pulls[INTERRUPTED]);
-    assert_eq!(interrupted.state, PullState::Closed);
-    assert!(!branch_exists(&wave, INTERRUPTED));
+    let closed = pull(&wave, wave.agent_pulls[interrupted]);
+    assert_eq!(closed.state, PullState::Closed);
+    assert!(!branch_exists(&wave, interrupted));
 
-    // The ledger: every session finished with its outcome, no claim, the lease free.
+    // The ledger: every session finished with its outcome and its discovered family, no claim,
+    // the lease free.
     let ledger = recover_support::stored_ledger(&wave.server);
     let outcome_of = |candidate: &str| {
         let session = ledger
@@ -148,14 +241,20 @@ fn the_demo_wave_does_what_its_account_says() {
             .find(|session| session.candidate == candidate)
             .unwrap_or_else(|| panic!("a session of {candidate}"));
         assert_eq!(session.state, SessionState::Finished, "{candidate}");
+        if let Some(family) = FREE.iter().find(|family| family.id() == candidate) {
+            assert_eq!(session.family, family.family);
+        }
         session.outcome
     };
-    assert_eq!(outcome_of(VALIDATED), Some(Outcome::Validated));
-    assert_eq!(outcome_of(FAILED), Some(Outcome::Failed));
-    assert_eq!(outcome_of(NO_CAPACITY), Some(Outcome::NoCapacity));
-    assert_eq!(outcome_of(INTERRUPTED), Some(Outcome::NoOutcome));
+    assert_eq!(outcome_of(validated), Some(Outcome::Validated));
+    assert_eq!(outcome_of(&wave.endings["failed"]), Some(Outcome::Failed));
     assert_eq!(
-        outcome_of(CLOSED_BY_MAINTAINER),
+        outcome_of(&wave.endings["no-capacity"]),
+        Some(Outcome::NoCapacity)
+    );
+    assert_eq!(outcome_of(interrupted), Some(Outcome::NoOutcome));
+    assert_eq!(
+        outcome_of(&held_session()),
         Some(Outcome::ClosedByMaintainer)
     );
     assert!(ledger.claims.is_empty(), "{:?}", ledger.claims);
@@ -163,12 +262,4 @@ fn the_demo_wave_does_what_its_account_says() {
 
     // The account stays short enough to read in a terminal.
     assert!(wave.lines.len() < 150, "{} lines", wave.lines.len());
-}
-
-fn candidate_outcome(candidate: &str) -> &'static str {
-    match candidate {
-        FAILED => "failed",
-        NO_CAPACITY => "no-capacity",
-        other => panic!("no outcome for {other}"),
-    }
 }

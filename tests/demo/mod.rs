@@ -1,8 +1,17 @@
 //! The demo wave: a realistic repository seeded into the fake GitHub, then the real `klaud`
-//! binary run step by step the way the reference workflows run it — recover → select → one
-//! simulated agent session per claimed candidate → finish → wake on an ended smoke run → the
-//! recovery pass it dispatched → status — with a short account of what klaud decided (its result files
-//! and outputs) and what it did (its writes in the fake's request log) after every step.
+//! binary run step by step the way the reference workflows run it — recover → discover (the
+//! families of a checkout's master configs, rendered by its generator and matched to an image
+//! catalog) → select from what discover found → one simulated agent session per claimed
+//! candidate → finish → wake on an ended smoke run → the recovery pass it dispatched → status —
+//! with a short account of what klaud decided (its result files and outputs) and what it did (its
+//! writes in the fake's request log) after every step.
+//!
+//! The checkout is `repository/` (nine real families of InferenceX's master configs at 843c6254f,
+//! verbatim) with the real `configs/runners.yaml` of that commit, committed into a temporary git
+//! repository; its generator is `tests/discovery_support/recorded_generator.py`, answering with
+//! the real generator's recorded output for those families. The catalog is `latest-images.json`:
+//! the rows of `tests/fixtures/discovery/latest-images-derived.json` for eight of the families,
+//! and one row no family matches.
 //!
 //! `cargo run --example demo` prints the account; `tests/demo.rs` runs the same wave and checks
 //! its key facts, so the demo cannot drift from what klaud does.
@@ -11,10 +20,14 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, TimeZone, Utc};
+use klaud::core::discovery::identity::candidate_id;
+use klaud::core::discovery::observation::normalise_image;
 use klaud::core::ledger::{Ledger, SessionState};
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 use super::fake_github::clock::HOUR;
 use super::fake_github::{
@@ -23,7 +36,6 @@ use super::fake_github::{
 use super::github_mode_support::{self as steps, Step};
 use super::recover_support::{
     self as world, BOT, BOT_TOKEN, LABEL_TOKEN, MAINTAINER, PLANNER, SMOKE, SWEEP, World, branch,
-    family,
 };
 
 /// The repository's full name as the fake serves it.
@@ -31,30 +43,93 @@ const REPOSITORY: &str = "acme/bench";
 /// The cap on concurrent sessions the wave runs with.
 const MAX_CANDIDATES: u32 = 4;
 
-// The candidates: the abandoned draft's (not in the candidates file), the maintainer-closed
-// session's and another of its family, one cooling down, one handed off, four to be claimed and
-// one over the cap.
-pub const ABANDONED: &str = "llama70b-h200";
-pub const CLOSED_BY_MAINTAINER: &str = "dsr1-h100";
-pub const SAME_FAMILY: &str = "dsr1-h100-mtp";
-pub const COOLING: &str = "qwen3-mi300";
-pub const HANDED_OFF: &str = "gptoss-b200";
-pub const VALIDATED: &str = "dsr1-b200";
-pub const FAILED: &str = "llama70b-mi355";
-pub const NO_CAPACITY: &str = "qwen3-h200";
-pub const INTERRUPTED: &str = "gptoss-h100";
-pub const OVER_CAP: &str = "llama8b-b200";
+/// A family of the demo's checkout and the image the catalog publishes for it.
+#[derive(Debug, Clone, Copy)]
+pub struct DemoFamily {
+    /// `<master file>:<key>`.
+    pub family: &'static str,
+    pub image: &'static str,
+}
+
+impl DemoFamily {
+    /// The key: how the account names the family and its candidates.
+    pub fn key(&self) -> &'static str {
+        self.family
+            .rsplit_once(':')
+            .map_or(self.family, |(_, key)| key)
+    }
+
+    /// The candidate its published image makes.
+    pub fn id(&self) -> String {
+        candidate_id(self.family, &normalise_image(self.image))
+    }
+}
+
+// The families of the checkout (`repository/configs/`), by what becomes of them.
+/// A maintainer closed the draft of its previous image's session: the whole family is held.
+pub const HELD: DemoFamily = DemoFamily {
+    family: "configs/nvidia-master.yaml:dsr1-fp8-h200-sglang",
+    image: "lmsysorg/sglang:v0.5.12-cu130",
+};
+/// The image of that session, older than the one the catalog publishes now.
+pub const HELD_SESSION_IMAGE: &str = "lmsysorg/sglang:v0.5.9-cu129";
+/// Its candidate failed six hours ago: cooling down for a day.
+pub const COOLING: DemoFamily = DemoFamily {
+    family: "configs/amd-master.yaml:qwen3.5-fp8-mi300x-sglang",
+    image: "lmsysorg/sglang:v0.5.12-rocm720-mi30x",
+};
+/// Its candidate's pull request was handed off to maintainers and is open: occupied.
+pub const HANDED_OFF: DemoFamily = DemoFamily {
+    family: "configs/nvidia-master.yaml:dsv4-fp4-b200-vllm",
+    image: "vllm/vllm-openai:v0.25.0",
+};
+/// No catalog row publishes its observation (the demo's catalog leaves its row out).
+pub const UNPUBLISHED: DemoFamily = DemoFamily {
+    family: "configs/amd-master.yaml:dsv4-fp8-mi300x-vllm",
+    image: "vllm/vllm-openai-rocm:nightly-09663abde0f50944a8d5ea30120666024b503faa",
+};
+/// The free families: discover proposes all five, select claims four (the cap) in discover's
+/// order.
+pub const FREE: [DemoFamily; 5] = [
+    DemoFamily {
+        family: "configs/nvidia-master.yaml:dsr1-fp8-b200-trt",
+        // Enroot's spelling: the id is made from `nvcr.io/nvidia/…`.
+        image: "nvcr.io#nvidia/tensorrt-llm/release:1.3.0rc14",
+    },
+    DemoFamily {
+        family: "configs/nvidia-master.yaml:dsv4-fp8-h200-vllm",
+        image: "vllm/vllm-openai:v0.25.1",
+    },
+    DemoFamily {
+        family: "configs/nvidia-master.yaml:qwen3.5-fp4-b200-sglang",
+        image: "lmsysorg/sglang:v0.5.14-cu130",
+    },
+    DemoFamily {
+        family: "configs/nvidia-master.yaml:qwen3.5-fp8-h100-sglang",
+        image: "lmsysorg/sglang:v0.5.14-cu130",
+    },
+    DemoFamily {
+        family: "configs/amd-master.yaml:dsr1-fp8-mi355x-sglang",
+        image: "lmsysorg/sglang:v0.5.12-rocm700-mi35x",
+    },
+];
+/// The bot's abandoned draft: a family the checkout no longer has.
+pub const ABANDONED: DemoFamily = DemoFamily {
+    family: "configs/nvidia-master.yaml:dsr1-fp4-b200-sglang",
+    image: "lmsysorg/sglang:v0.5.16-cu130",
+};
 /// A maintainer's own pull request, outside klaud's branches.
 pub const MAINTAINER_BRANCH: &str = "feature/faster-kernels";
 
-/// What each claimed candidate's agent ends with: an outcome written to the outcome file, or
-/// `None` when its runner dies before `finish` runs.
-const AGENT_ENDINGS: [(&str, Option<&str>); 4] = [
-    (VALIDATED, Some("validated")),
-    (FAILED, Some("failed")),
-    (NO_CAPACITY, Some("no-capacity")),
-    (INTERRUPTED, None),
-];
+/// The candidate of the session a maintainer closed (the held family's previous image).
+pub fn held_session() -> String {
+    candidate_id(HELD.family, &normalise_image(HELD_SESSION_IMAGE))
+}
+
+/// What the agents of the claimed candidates end with, in select's order: an outcome written to
+/// the outcome file, or `None` when its runner dies before `finish` runs.
+pub const AGENT_ENDINGS: [Option<&str>; 4] =
+    [Some("validated"), Some("failed"), Some("no-capacity"), None];
 
 /// Pull request numbers of the seeded repository.
 #[derive(Debug, Clone, Default)]
@@ -70,10 +145,20 @@ pub struct Seeded {
 pub struct Wave {
     pub server: FakeGitHubHandle,
     pub seeded: Seeded,
+    /// The checkout discover read, and the directory of the feeds discover does not read.
+    pub checkout: Checkout,
+    _feeds: TempDir,
+    /// `discovery.json`, `candidates.json` and the `discovered` output of discover.
+    pub discovery: Value,
+    pub candidates: Value,
+    pub discovered: Vec<String>,
     /// Each candidate's decision in `selection.json`.
     pub selection: BTreeMap<String, String>,
     /// The claimed candidates, in candidates-file order.
     pub selected: Vec<String>,
+    /// The claimed candidate whose agent ended each way (`"validated"`, `"failed"`,
+    /// `"no-capacity"`; `"interrupted"` for the one whose runner died).
+    pub endings: BTreeMap<&'static str, String>,
     /// The draft pull request each agent opened.
     pub agent_pulls: BTreeMap<String, u64>,
     /// `finish.json` of each finished session.
@@ -88,10 +173,149 @@ pub struct Wave {
     pub lines: Vec<String>,
 }
 
+/// How the account names a candidate: its family's key (ids are long), the id itself when the
+/// demo does not know it.
+#[derive(Default)]
+struct Names(BTreeMap<String, String>);
+
+impl Names {
+    fn add(&mut self, id: &str, name: &str) {
+        self.0.insert(id.to_string(), name.to_string());
+    }
+
+    fn of(&self, id: &str) -> String {
+        self.0.get(id).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// The name of the candidate a `klaud/auto-` branch belongs to, else the branch.
+    fn of_branch(&self, head: &str) -> String {
+        match head.strip_prefix("klaud/auto-") {
+            Some(id) if self.0.contains_key(id) => self.of(id),
+            _ => head.to_string(),
+        }
+    }
+}
+
+/// The demo's checkout: a git repository at one commit holding `repository/`, the real runners
+/// file of 843c6254f and the recorded generator, with its recordings of the checkout's families.
+pub struct Checkout {
+    pub dir: TempDir,
+}
+
+impl Checkout {
+    fn new() -> Checkout {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let fixtures = manifest.join("tests/fixtures");
+        let configs = root.join("configs");
+        std::fs::create_dir_all(&configs).unwrap();
+        let mut families = Vec::new();
+        for file in ["nvidia-master.yaml", "amd-master.yaml"] {
+            let text =
+                std::fs::read_to_string(manifest.join("tests/demo/repository/configs").join(file))
+                    .expect("the demo's master configs");
+            families.extend(top_level_keys(&text).map(|key| format!("configs/{file}:{key}")));
+            std::fs::write(configs.join(file), text).unwrap();
+        }
+        std::fs::copy(
+            fixtures.join("inferencex/configs/full-843c6254f/runners.yaml"),
+            configs.join("runners.yaml"),
+        )
+        .expect("the real runners file");
+        let generator = root.join("utils/matrix_logic");
+        std::fs::create_dir_all(&generator).unwrap();
+        std::fs::copy(
+            manifest.join("tests/discovery_support/recorded_generator.py"),
+            generator.join("generate_sweep_configs.py"),
+        )
+        .expect("the recorded generator");
+        // The recordings of the checkout's families only, in the recording's shape.
+        let mut recorded: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixtures.join("discovery/generator-843c6254f.json"))
+                .expect("the recorded generator outputs"),
+        )
+        .expect("JSON");
+        let all = recorded["families"]
+            .as_object_mut()
+            .expect("families")
+            .clone();
+        recorded["families"] = all
+            .into_iter()
+            .filter(|(name, _)| families.contains(name))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        std::fs::write(
+            generator.join("recorded-outputs.json"),
+            recorded.to_string(),
+        )
+        .unwrap();
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "-A"],
+            &[
+                "commit",
+                "-q",
+                "-m",
+                "Nine families of the InferenceX configs",
+            ],
+        ] {
+            let status = std::process::Command::new("git")
+                .args(["-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(root)
+                .env("GIT_AUTHOR_NAME", MAINTAINER)
+                .env("GIT_AUTHOR_EMAIL", "maintainer@example.com")
+                .env("GIT_COMMITTER_NAME", MAINTAINER)
+                .env("GIT_COMMITTER_EMAIL", "maintainer@example.com")
+                .status()
+                .expect("git runs");
+            assert!(status.success(), "git {args:?}");
+        }
+        Checkout { dir }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn head(&self) -> String {
+        let output = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(self.root())
+            .output()
+            .expect("git runs");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// The families of each master file, in file order.
+    pub fn families(&self) -> Vec<String> {
+        let mut families = Vec::new();
+        for file in ["amd-master.yaml", "nvidia-master.yaml"] {
+            let text = std::fs::read_to_string(self.root().join("configs").join(file)).unwrap();
+            families.extend(top_level_keys(&text).map(|key| format!("configs/{file}:{key}")));
+        }
+        families
+    }
+}
+
+/// The top-level keys of a master file written as InferenceX writes them.
+fn top_level_keys(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .filter(|line| !line.starts_with([' ', '#', '-']) && line.ends_with(':'))
+        .map(|line| line.trim_end_matches(':'))
+}
+
+/// The catalog the wave's discover reads: `latest-images.json` beside this file.
+pub fn catalog_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/demo/latest-images.json")
+}
+
 /// Collects the account, printing each line as it comes when `echo`.
 struct Account {
     echo: bool,
     lines: Vec<String>,
+    names: Names,
 }
 
 impl Account {
@@ -107,6 +331,10 @@ impl Account {
         self.line("");
         self.line(format!("── {text}"));
     }
+
+    fn name(&self, id: &str) -> String {
+        self.names.of(id)
+    }
 }
 
 /// The repository before the wave: earlier sessions in the ledger and their pull requests.
@@ -115,26 +343,29 @@ fn seed() -> (World, Seeded) {
     world.state.add_token(steps::TOKEN, BOT);
     let planner = world.state.ensure_workflow(PLANNER);
     world.state.workflows.get_mut(&planner).unwrap().inputs = Some(vec!["wake".into()]);
-    let yesterday = world.finished_planner(30, &[CLOSED_BY_MAINTAINER, COOLING]);
+    let held = held_session();
+    let cooling = COOLING.id();
+    let yesterday = world.finished_planner(30, &[&held, &cooling]);
 
-    // A session a maintainer ended by closing its draft; its parent run ended long ago.
-    let closed = world.closed_bot_pull(CLOSED_BY_MAINTAINER, MAINTAINER, true);
+    // A session a maintainer ended by closing its draft (and deleting its branch); its parent
+    // run ended long ago.
+    let closed = world.closed_bot_pull(&held, MAINTAINER, false);
     world.state.pulls.get_mut(&closed).unwrap().labels = vec!["klaud-in-progress".into()];
-    world.session(
-        CLOSED_BY_MAINTAINER,
-        SessionState::Live,
-        yesterday,
-        Some(closed),
-    );
-    world.claim(CLOSED_BY_MAINTAINER, yesterday);
+    world
+        .session(&held, SessionState::Live, yesterday, Some(closed))
+        .family = HELD.family.into();
+    world.claim(&held, yesterday);
+    world.ledger.claims.last_mut().unwrap().family = HELD.family.into();
     // A session that failed six hours ago: its candidate cools down for a day.
-    world.session(COOLING, SessionState::Finished, yesterday, None);
+    world
+        .session(&cooling, SessionState::Finished, yesterday, None)
+        .family = COOLING.family.into();
     // The bot's draft that no session owns any more, its smoke run still going.
-    let abandoned = world.bot_draft(ABANDONED);
-    world.smoke(ABANDONED, BOT, true);
+    let abandoned = world.bot_draft(&ABANDONED.id());
+    world.smoke(&ABANDONED.id(), BOT, true);
     // A pull request of the bot that maintainers took over.
-    let commits = vec![world.bot_commit(HANDED_OFF, 40)];
-    let handed_off = world.bot_pull(HANDED_OFF, false, commits, &["klaud-handoff"]);
+    let commits = vec![world.bot_commit(&HANDED_OFF.id(), 40)];
+    let handed_off = world.bot_pull(&HANDED_OFF.id(), false, commits, &["klaud-handoff"]);
     // A maintainer's own work.
     let commits = vec![world.maintainer_commit("kernels", 5)];
     let created = world.ago(5 * HOUR);
@@ -159,37 +390,22 @@ fn seed() -> (World, Seeded) {
     (world, seeded)
 }
 
-/// The candidates file: each candidate its own family, except the multi-token-prediction
-/// variant that shares the family of the session a maintainer closed.
-fn candidates_file() -> String {
-    let ids = [
-        COOLING,
-        SAME_FAMILY,
-        HANDED_OFF,
-        VALIDATED,
-        FAILED,
-        NO_CAPACITY,
-        INTERRUPTED,
-        OVER_CAP,
-    ];
-    let list: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            let owner = if *id == SAME_FAMILY {
-                CLOSED_BY_MAINTAINER
-            } else {
-                id
-            };
-            json!({"id": id, "family": family(owner)})
-        })
-        .collect();
-    Value::Array(list).to_string()
+/// The repository's `.github/klaud.yml`: the bot, and the catalog as a file (its sibling feeds,
+/// which only `verify-baselines` reads, as files too).
+fn configuration(feeds: &Path) -> String {
+    let quoted = |path: &Path| Value::String(path.display().to_string()).to_string();
+    format!(
+        "bot: {BOT}\ndiscovery:\n  feeds:\n    images: {}\n    benchmarks: {}\n    workflow-info: {}\n",
+        quoted(&catalog_path()),
+        quoted(&feeds.join("benchmarks.json")),
+        quoted(&feeds.join("workflow-info.json")),
+    )
 }
 
-/// A step of this wave: the bot's configuration, the label token and the cap.
-fn step(run_id: u64) -> Step {
+/// A step of this wave with the repository's configuration.
+fn step(configuration: &str, run_id: u64) -> Step {
     let step = Step::new(run_id);
-    step.write("klaud.yml", &format!("bot: {BOT}\n"));
+    step.write("klaud.yml", configuration);
     step
 }
 
@@ -278,9 +494,9 @@ fn report_recover(account: &mut Account, record: &Value) {
             Value::Null => String::new(),
             outcome => format!(" → {}", text(outcome)),
         };
+        let name = account.name(&text(&candidate["candidate"]));
         account.line(format!(
-            "  {:<15} #{:<3} {}{outcome}: {}",
-            text(&candidate["candidate"]),
+            "  {name:<25} #{:<3} {}{outcome}: {}",
             text(&candidate["pull-request"]),
             text(&candidate["verdict"]),
             text(&candidate["reason"]),
@@ -318,7 +534,7 @@ fn report_status(account: &mut Account, record: &Value) {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|claim| text(&claim["candidate"]))
+        .map(|claim| account.name(&text(&claim["candidate"])))
         .collect();
     let lease = match &record["recovery-lease"] {
         Value::Null => "free".to_string(),
@@ -338,9 +554,9 @@ fn report_status(account: &mut Account, record: &Value) {
     ));
     for cooldown in record["cooldowns"].as_array().into_iter().flatten() {
         let until = text(&cooldown["until"]);
+        let name = account.name(&text(&cooldown["candidate"]));
         account.line(format!(
-            "  cooldown {:<15} {:<21} holds the {:<9} until {}",
-            text(&cooldown["candidate"]),
+            "  cooldown {name:<25} {:<20} holds the {:<9} until {}",
             text(&cooldown["outcome"]),
             text(&cooldown["holds"]),
             until.get(..16).unwrap_or(&until).replace('T', " "),
@@ -354,7 +570,7 @@ fn report_status(account: &mut Account, record: &Value) {
             format!(
                 "#{} {} ({})",
                 text(&pull["number"]),
-                text(&pull["candidate"]),
+                account.name(&text(&pull["candidate"])),
                 text(&pull["labels"][0]),
             )
         })
@@ -385,28 +601,30 @@ fn log_position(server: &FakeGitHubHandle) -> usize {
     server.request_log().len()
 }
 
-/// The simulated agent of one session: pushes the bot's commit to the candidate branch, opens
-/// the draft pull request through the REST API, runs the smoke (and, for a validated result,
-/// the sweep) on it and writes its outcome file. Returns the pull request's number and the
-/// smoke run, when one was started.
+/// The simulated agent of one session: pushes the bot's commit on its family's master file to
+/// the candidate branch, opens the draft pull request through the REST API, runs the smoke (and,
+/// for a validated result, the sweep) on it and writes its outcome file. Returns the pull
+/// request's number and the smoke run, when one was started.
 fn agent(
     server: &FakeGitHubHandle,
     step: &Step,
     candidate: &str,
+    family: &str,
     ending: Option<&str>,
 ) -> (u64, Option<u64>) {
     let head = branch(candidate);
+    let (file, key) = family.rsplit_once(':').expect("a family is <file>:<key>");
     server.with_state(|state| {
         state.push_commits(
             &head,
             vec![
                 CommitSpec::by(BOT)
-                    .message(&format!("klaud: tune {candidate}"))
-                    .file(&format!("configs/{candidate}.yaml"), "max-batch: 256\n"),
+                    .message(&format!("klaud: tune {key}"))
+                    .file(file, &format!("{key}:\n  # tuned\n")),
             ],
         )
     });
-    let number = open_draft(server, candidate);
+    let number = open_draft(server, candidate, key);
     let smoke_conclusion = match ending {
         Some("validated") => Some("success"),
         Some("no-capacity") => None,
@@ -450,18 +668,18 @@ fn add_run(server: &FakeGitHubHandle, workflow: &str, head: &str, event: &str, j
 }
 
 /// `POST /repos/{owner}/{repo}/pulls` with the bot's token, as the agent's `gh pr create --draft`.
-fn open_draft(server: &FakeGitHubHandle, candidate: &str) -> u64 {
+fn open_draft(server: &FakeGitHubHandle, candidate: &str, key: &str) -> u64 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime for the agent's request");
     let url = format!("{}/repos/{REPOSITORY}/pulls", server.base_url());
     let body = json!({
-        "title": format!("klaud: tune {candidate}"),
+        "title": format!("klaud: tune {key}"),
         "head": branch(candidate),
         "base": "main",
         "draft": true,
-        "body": format!("Candidate `{candidate}`."),
+        "body": format!("Candidate `{candidate}` of `{key}`."),
     });
     let answer: Value = runtime.block_on(async {
         let response = super::fake_github::http_client()
@@ -490,7 +708,9 @@ fn text(value: &Value) -> String {
     }
 }
 
-fn pull_line(server: &FakeGitHubHandle, number: u64) -> String {
+/// A pull request: klaud's by the name of its candidate (`klaud/auto-<id>` is its branch), others
+/// by their branch.
+fn pull_line(server: &FakeGitHubHandle, names: &Names, number: u64) -> String {
     server.with_state(|state| {
         let pull = &state.pulls[&number];
         let state_text = match (pull.state, pull.draft) {
@@ -515,8 +735,8 @@ fn pull_line(server: &FakeGitHubHandle, number: u64) -> String {
             pull.labels.join(", ")
         };
         format!(
-            "#{number:<2} {:<26} {:<26} {:<18} {branch_text}",
-            pull.head_ref,
+            "#{number:<2} {:<25} {:<26} {:<18} {branch_text:<14}",
+            names.of_branch(&pull.head_ref),
             format!("{state_text}{closed_by}"),
             labels,
         )
@@ -537,15 +757,16 @@ fn ledger_lines(account: &mut Account, server: &FakeGitHubHandle) {
                     .unwrap_or_default()
             ),
         };
+        let name = account.name(&session.candidate);
         account.line(format!(
-            "  session {:<15} {:<30} parent {}",
-            session.candidate, state, session.parent_run
+            "  session {name:<25} {state:<30} parent {}",
+            session.parent_run
         ));
     }
-    let claims: Vec<&str> = ledger
+    let claims: Vec<String> = ledger
         .claims
         .iter()
-        .map(|claim| claim.candidate.as_str())
+        .map(|claim| account.name(&claim.candidate))
         .collect();
     let lease = ledger
         .recovery_lease
@@ -562,12 +783,110 @@ fn ledger_lines(account: &mut Account, server: &FakeGitHubHandle) {
     ));
 }
 
+/// `discovery.json` and discover's outputs: each family's fate (the candidates in the run's
+/// order, with their ids), the counts and the outputs.
+fn report_discovery(
+    account: &mut Account,
+    record: &Value,
+    catalog: &Value,
+    discovered: &[String],
+    step: &Step,
+) {
+    let rendering = &record["rendering"];
+    account.line(format!(
+        "  {} families rendered at {}: {} generator runs, {} from the render cache, {} refused",
+        text(&rendering["families"]),
+        text(&record["base"]).get(..7).unwrap_or_default(),
+        text(&rendering["generator-runs"]),
+        text(&rendering["from-cache"]),
+        text(&rendering["refused"]),
+    ));
+    let families: Vec<&Value> = record["families"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let key = |report: &Value| {
+        let family = text(&report["family"]);
+        family
+            .rsplit_once(':')
+            .map_or(family.clone(), |(_, key)| key.to_string())
+    };
+    for id in discovered {
+        if let Some(report) = families.iter().find(|report| report["candidate"] == **id) {
+            account.line(format!("  {:<25} candidate {id}", key(report)));
+        }
+    }
+    for report in families
+        .iter()
+        .filter(|report| report["fate"] != "candidate")
+    {
+        account.line(format!(
+            "  {:<25} {}: {}",
+            key(report),
+            text(&report["fate"]),
+            text(&report["reason"]),
+        ));
+    }
+    let counts = |counts: &Value| -> String {
+        counts
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(fate, count)| format!("{fate} {count}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for row in record["rows"].as_array().into_iter().flatten() {
+        if row["fate"] == "no-family" {
+            let published = &catalog[row["index"].as_u64().unwrap_or_default() as usize];
+            account.line(format!(
+                "  catalog row {} ({} on {}, {} {}, {}/{}): no-family: {}",
+                text(&row["index"]),
+                text(&published["model"]),
+                text(&published["hardware"]),
+                text(&published["framework"]),
+                text(&published["precision"]),
+                text(&published["isl"]),
+                text(&published["osl"]),
+                text(&row["reason"])
+            ));
+        }
+    }
+    account.line(format!("  families: {}", counts(&record["family-counts"])));
+    account.line(format!("  catalog rows: {}", counts(&record["row-counts"])));
+    account.line(format!(
+        "  outputs: has-candidates={} candidates={} discovered=[the {} ids above, in this order]",
+        step.output("has-candidates"),
+        step.output("candidates"),
+        discovered.len(),
+    ));
+}
+
 /// Runs the whole wave against a fresh fake GitHub; prints the account when `echo`.
 pub fn run_wave(echo: bool) -> Wave {
+    let mut names = Names::default();
+    for family in [HELD, COOLING, HANDED_OFF, UNPUBLISHED, ABANDONED]
+        .iter()
+        .chain(&FREE)
+    {
+        names.add(&family.id(), family.key());
+    }
+    names.add(&held_session(), HELD.key());
     let mut account = Account {
         echo,
         lines: Vec::new(),
+        names,
     };
+    let checkout = Checkout::new();
+    let feeds = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(feeds.path().join("benchmarks.json"), "[]\n").unwrap();
+    std::fs::write(
+        feeds.path().join("workflow-info.json"),
+        "{\"runConfigs\": []}\n",
+    )
+    .unwrap();
+    let configuration = configuration(feeds.path());
     let (world, seeded) = seed();
     let server = world.start();
     account.line(format!(
@@ -575,22 +894,54 @@ pub fn run_wave(echo: bool) -> Wave {
         server.base_url()
     ));
     account.heading("The repository before the wave");
+    let mut per_file: BTreeMap<String, usize> = BTreeMap::new();
+    for family in checkout.families() {
+        let file = family
+            .rsplit_once(':')
+            .map_or(family.clone(), |(file, _)| file.into());
+        *per_file.entry(file).or_default() += 1;
+    }
+    let files: Vec<String> = per_file
+        .iter()
+        .map(|(file, count)| format!("{file} ({count} families)"))
+        .collect();
+    account.line(format!(
+        "  checkout at {}: {},",
+        checkout.head().get(..7).unwrap_or_default(),
+        files.join(", "),
+    ));
+    account.line(
+        "    configs/runners.yaml and the generator utils/matrix_logic/generate_sweep_configs.py",
+    );
+    let catalog: Value =
+        serde_json::from_str(&std::fs::read_to_string(catalog_path()).expect("the demo's catalog"))
+            .expect("JSON");
+    account.line(format!(
+        "  image catalog (discovery.feeds.images): {} published rows, tests/demo/latest-images.json",
+        catalog.as_array().map_or(0, Vec::len)
+    ));
     for (number, note) in [
         (
             seeded.closed_by_maintainer,
-            "its session is live, parent run ended",
+            "its session (an older image) is live, parent run ended",
         ),
         (seeded.abandoned, "no session; its smoke run is running"),
         (seeded.handed_off, "handed off to maintainers"),
         (seeded.maintainers_own, "a maintainer's own work"),
     ] {
-        account.line(format!("  {}  {note}", pull_line(&server, number)));
+        account.line(format!(
+            "  {}  {note}",
+            pull_line(&server, &account.names, number)
+        ));
     }
     ledger_lines(&mut account, &server);
     account.line(format!(
         "  planner run {} (this wave) in progress; cap {MAX_CANDIDATES} sessions",
         seeded.wave_run
     ));
+    account.line(
+        "  (candidates are named by their family's key; klaud's branch of one is klaud/auto-<id>)",
+    );
 
     // 1. The wave's first step.
     account.heading(&format!(
@@ -598,26 +949,54 @@ pub fn run_wave(echo: bool) -> Wave {
         seeded.wave_run
     ));
     let from = log_position(&server);
-    let first = step(seeded.wave_run);
+    let first = step(&configuration, seeded.wave_run);
     run(&server, &first, "recover", &[]);
     let first_recover = first.result_file("recover.json");
     report_recover(&mut account, &first_recover);
     report_writes(&mut account, &server, from);
 
-    // 2. Selection.
+    // 2. Discovery.
     account.heading(&format!(
-        "2. klaud select: claims families for new sessions, under the cap (planner run {})",
+        "2. klaud discover: renders the checkout's families, matches them to the catalog (planner run {})",
         seeded.wave_run
     ));
     let from = log_position(&server);
-    let select = step(seeded.wave_run);
-    select.write("candidates.json", &candidates_file());
-    let candidates_path = select.path("candidates.json");
+    let discover = step(&configuration, seeded.wave_run);
+    run(
+        &server,
+        &discover,
+        "discover",
+        &["--repo-path", checkout.root().to_str().unwrap()],
+    );
+    let discovery = discover.result_file("discovery.json");
+    let candidates = discover.result_file("candidates.json");
+    let discovered: Vec<String> =
+        serde_json::from_str(&discover.output("discovered")).expect("a discovered output");
+    let mut families = BTreeMap::new();
+    for candidate in candidates.as_array().into_iter().flatten() {
+        let (id, family) = (text(&candidate["id"]), text(&candidate["family"]));
+        let key = family
+            .rsplit_once(':')
+            .map_or(family.as_str(), |(_, key)| key);
+        account.names.add(&id, key);
+        families.insert(id, family);
+    }
+    report_discovery(&mut account, &discovery, &catalog, &discovered, &discover);
+    report_writes(&mut account, &server, from);
+
+    // 3. Selection.
+    account.heading(&format!(
+        "3. klaud select: claims families for discover's candidates, under the cap (planner run {})",
+        seeded.wave_run
+    ));
+    let from = log_position(&server);
+    let select = step(&configuration, seeded.wave_run);
+    let candidates_file = discover.output("candidates-file");
     run(
         &server,
         &select,
         "select",
-        &["--candidates", candidates_path.to_str().unwrap()],
+        &["--candidates", &candidates_file],
     );
     let selection_file = select.result_file("selection.json");
     let mut selection = BTreeMap::new();
@@ -628,20 +1007,20 @@ pub fn run_wave(echo: bool) -> Wave {
             Value::Null => String::new(),
             reason => format!(": {}", text(&reason["message"])),
         };
-        account.line(format!("  {id:<15} {decision}{why}"));
+        account.line(format!("  {:<25} {decision}{why}", account.name(&id)));
         selection.insert(id, decision);
     }
     let selected: Vec<String> =
         serde_json::from_str(&select.output("candidates")).expect("a candidates output");
     account.line(format!(
-        "  outputs: selected={} candidates={}",
+        "  outputs: selected={} candidates=[the ids of the {} selected]",
         select.output("selected"),
-        select.output("candidates")
+        selected.len(),
     ));
     report_writes(&mut account, &server, from);
 
-    // 3. Sessions.
-    account.heading("3. The sessions: a simulated agent per claimed candidate, then klaud finish");
+    // 4. Sessions.
+    account.heading("4. The sessions: a simulated agent per claimed candidate, then klaud finish");
     server.with_state(|state| {
         for id in &selected {
             state.add_job(
@@ -650,25 +1029,25 @@ pub fn run_wave(echo: bool) -> Wave {
             );
         }
     });
+    let mut endings = BTreeMap::new();
     let mut agent_pulls = BTreeMap::new();
     let mut finished = BTreeMap::new();
-    let mut smoke_runs = BTreeMap::new();
-    for (candidate, ending) in AGENT_ENDINGS {
-        if !selected.iter().any(|id| id == candidate) {
-            continue;
-        }
-        let session = step(seeded.wave_run);
-        let (number, smoke) = agent(&server, &session, candidate, ending);
-        smoke_runs.insert(candidate, smoke);
-        agent_pulls.insert(candidate.to_string(), number);
+    let mut interrupted = None;
+    for (candidate, ending) in selected.iter().zip(AGENT_ENDINGS) {
+        let name = account.name(candidate);
+        endings.insert(ending.unwrap_or("interrupted"), candidate.clone());
+        let session = step(&configuration, seeded.wave_run);
+        let (number, smoke) = agent(&server, &session, candidate, &families[candidate], ending);
+        agent_pulls.insert(candidate.clone(), number);
         let Some(outcome) = ending else {
             account.line(format!(
-                "  {candidate:<15} agent opened draft #{number}; its runner died before finish ran"
+                "  {name:<25} agent opened draft #{number}; its runner died before finish ran"
             ));
+            interrupted = smoke.map(|smoke| (candidate.clone(), smoke));
             continue;
         };
         account.line(format!(
-            "  {candidate:<15} agent opened draft #{number}, wrote outcome {outcome}"
+            "  {name:<25} agent opened draft #{number}, wrote outcome {outcome}"
         ));
         let from = log_position(&server);
         let outcome_path = session.path("outcome.json");
@@ -690,28 +1069,29 @@ pub fn run_wave(echo: bool) -> Wave {
         let record = session.result_file("finish.json");
         report_finish(&mut account, &record);
         report_writes(&mut account, &server, from);
-        finished.insert(candidate.to_string(), record);
+        finished.insert(candidate.clone(), record);
     }
-    server.with_state(|state| state.set_run_status(seeded.wave_run, "completed", Some("failure")));
-    account.line(format!(
-        "  planner run {} ended (the job of {INTERRUPTED} failed)",
-        seeded.wave_run
-    ));
-
-    // 4. Wake: the interrupted session's smoke run ends.
-    let Some(smoke) = smoke_runs.get(INTERRUPTED).copied().flatten() else {
+    let Some((interrupted, smoke)) = interrupted else {
         panic!(
-            "{INTERRUPTED} was not selected, so no session's smoke run can end:\n{}",
+            "fewer than {} candidates were selected, so no session's runner dies:\n{}",
+            AGENT_ENDINGS.len(),
             account.lines.join("\n")
         );
     };
+    let interrupted_name = account.name(&interrupted);
+    server.with_state(|state| state.set_run_status(seeded.wave_run, "completed", Some("failure")));
+    account.line(format!(
+        "  planner run {} ended (the job of {interrupted_name} failed)",
+        seeded.wave_run
+    ));
+
+    // 5. Wake: the interrupted session's smoke run ends.
     server.with_state(|state| state.set_run_status(smoke, "completed", Some("failure")));
     account.heading(&format!(
-        "4. klaud wake: smoke run {smoke} on {} ended",
-        branch(INTERRUPTED)
+        "5. klaud wake: smoke run {smoke} on the branch of {interrupted_name} ended"
     ));
     let from = log_position(&server);
-    let wake_step = step(9_000_001);
+    let wake_step = step(&configuration, 9_000_001);
     wake_step.write("event.json", &ended_run_event(&server, smoke).to_string());
     run(&server, &wake_step, "wake", &[]);
     let wake = wake_step.result_file("wake.json");
@@ -732,21 +1112,21 @@ pub fn run_wave(echo: bool) -> Wave {
         .parse()
         .expect("the dispatched planner run");
 
-    // 5. The recovery pass the wake dispatched.
+    // 6. The recovery pass the wake dispatched.
     account.heading(&format!(
-        "5. klaud recover: the recovery-only pass wake dispatched (planner run {dispatched_run})"
+        "6. klaud recover: the recovery-only pass wake dispatched (planner run {dispatched_run})"
     ));
     let from = log_position(&server);
-    let last = step(dispatched_run);
+    let last = step(&configuration, dispatched_run);
     run(&server, &last, "recover", &[]);
     let last_recover = last.result_file("recover.json");
     report_recover(&mut account, &last_recover);
     report_writes(&mut account, &server, from);
 
-    // 6. What a maintainer sees.
-    account.heading("6. klaud status: what a maintainer sees now (read-only)");
+    // 7. What a maintainer sees.
+    account.heading("7. klaud status: what a maintainer sees now (read-only)");
     let from = log_position(&server);
-    let status_step = step(9_000_002);
+    let status_step = step(&configuration, 9_000_002);
     run(&server, &status_step, "status", &[]);
     let status = status_step.result_file("status.json");
     report_status(&mut account, &status);
@@ -757,15 +1137,22 @@ pub fn run_wave(echo: bool) -> Wave {
     let mut numbers: Vec<u64> = server.with_state(|state| state.pulls.keys().copied().collect());
     numbers.sort_unstable();
     for number in numbers {
-        account.line(format!("  {}", pull_line(&server, number)));
+        let line = pull_line(&server, &account.names, number);
+        account.line(format!("  {}", line.trim_end()));
     }
     ledger_lines(&mut account, &server);
 
     Wave {
         server,
         seeded,
+        checkout,
+        _feeds: feeds,
+        discovery,
+        candidates,
+        discovered,
         selection,
         selected,
+        endings,
         agent_pulls,
         finished,
         wake,
