@@ -3,8 +3,8 @@
 Called as the real one is called by `klaud discover`:
     python3 <this file> test-config --config-keys KEY --config-files FILE --runner-config RUNNERS
 it prints the entries the real generator printed for KEY at the recorded commit
-(`recorded-outputs.json` beside this file, a copy of tests/fixtures/discovery/generator-843c6254f.json;
-no key is in both master files there), or refuses a key FILE does not hold or that it has no
+(`recorded-outputs.json` beside this file: tests/fixtures/discovery/generator-843c6254f.json or
+a subset of its families in the same shape; no key is in both master files there), or refuses a key FILE does not hold or that it has no
 recording of (exit 1, an error on stderr). FILE may be the whole master file or the family's
 excerpt; it and RUNNERS must exist, as the real generator reads them.
 """
