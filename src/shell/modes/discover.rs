@@ -411,41 +411,12 @@ fn summary(discovery: &Discovery, counts: RenderCounts, render_seconds: f64) -> 
         counts.generator_runs,
         counts.from_cache
     );
-    let fates: Vec<Vec<String>> = discovery
-        .family_counts
-        .iter()
-        .map(|(fate, count)| {
-            vec![
-                format!(
-                    "`{}`",
-                    serde_json::to_value(fate)
-                        .unwrap_or_default()
-                        .as_str()
-                        .unwrap_or("")
-                ),
-                count.to_string(),
-            ]
-        })
-        .collect();
-    text.push_str(&markdown_table(&["family fate", "families"], &fates));
-    let rows: Vec<Vec<String>> = discovery
-        .row_counts
-        .iter()
-        .map(|(fate, count)| {
-            vec![
-                format!(
-                    "`{}`",
-                    serde_json::to_value(fate)
-                        .unwrap_or_default()
-                        .as_str()
-                        .unwrap_or("")
-                ),
-                count.to_string(),
-            ]
-        })
-        .collect();
+    text.push_str(&fate_table(
+        &["family fate", "families"],
+        &discovery.family_counts,
+    ));
     text.push('\n');
-    text.push_str(&markdown_table(&["row fate", "rows"], &rows));
+    text.push_str(&fate_table(&["row fate", "rows"], &discovery.row_counts));
     if !discovery.candidates.is_empty() {
         let candidates: Vec<Vec<String>> = discovery
             .candidates
@@ -478,4 +449,22 @@ fn summary(discovery: &Discovery, counts: RenderCounts, render_seconds: f64) -> 
         ));
     }
     text
+}
+
+/// A table of how many families or rows met each fate, the fate as it is spelled in files.
+fn fate_table<F: Serialize>(
+    header: &[&str],
+    counts: &std::collections::BTreeMap<F, usize>,
+) -> String {
+    let rows: Vec<Vec<String>> = counts
+        .iter()
+        .map(|(fate, count)| {
+            let name = serde_json::to_value(fate).unwrap_or_default();
+            vec![
+                format!("`{}`", name.as_str().unwrap_or_default()),
+                count.to_string(),
+            ]
+        })
+        .collect();
+    markdown_table(header, &rows)
 }
