@@ -1,5 +1,5 @@
-//! What every benchmark shares: the standard scenario's sessions (`BENCH-SCENARIO.md`) as
-//! klaud's ledger, with a claim for every live session as `select` would have written it, and
+//! What every benchmark shares: the standard and the big scenario's sessions (`BENCH-SCENARIO.md`)
+//! as klaud's ledger, with a claim for every live session as `select` would have written it, and
 //! (`child`) the wall time and peak RSS of one run of the real binary.
 
 // Each benchmark uses part of it.
@@ -21,7 +21,26 @@ pub fn standard_scenario(
     now: Timestamp,
     latency_ms: u64,
 ) -> (FakeGitHubHandle, Vec<ScenarioSession>) {
-    let mut generated = scenario::generate(seed, now);
+    serve_with_ledger(scenario::generate(seed, now), latency_ms)
+}
+
+/// The big scenario (`scenario::generate_big`: the standard one inside a repository with 50,000
+/// pull requests, 2,000 branches and 100,000 runs of people's workflows) generated from `seed`
+/// around `now`, its sessions written as klaud's ledger, on a fresh fake GitHub answering with
+/// `latency_ms` of latency; and the sessions.
+pub fn big_scenario(
+    seed: u64,
+    now: Timestamp,
+    latency_ms: u64,
+) -> (FakeGitHubHandle, Vec<ScenarioSession>) {
+    serve_with_ledger(scenario::generate_big(seed, now), latency_ms)
+}
+
+/// The generated scenario with its sessions written as klaud's ledger, on a fresh fake GitHub.
+fn serve_with_ledger(
+    mut generated: scenario::BenchScenario,
+    latency_ms: u64,
+) -> (FakeGitHubHandle, Vec<ScenarioSession>) {
     let ledger = ledger_of(&generated.sessions);
     generated.write_ledger(&ledger.to_json());
     let server = FakeGitHub::start(generated.state);

@@ -483,6 +483,50 @@ impl RepoState {
 
     /// Adds a pull request with its head branch and commits; returns its number.
     pub fn add_pull_request(&mut self, spec: PullRequestSpec) -> u64 {
+        self.add_pull_requests(vec![spec])[0]
+    }
+
+    /// Adds pull requests in order, as [`RepoState::add_pull_request`] one after the other would;
+    /// returns their numbers. The open pull requests that follow a moved head branch are found
+    /// in one pass at the end rather than one per pull request, so a seeded repository with
+    /// tens of thousands of them is built in linear time.
+    pub fn add_pull_requests(&mut self, specs: Vec<PullRequestSpec>) -> Vec<u64> {
+        let full_name = self.full_name();
+        // Branch → the last pull request that moved it there, and where.
+        let mut moved: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        let mut numbers = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let (number, head_sha, same_repository) = self.insert_pull_request(spec);
+            if same_repository {
+                let head_ref = self.pulls[&number].head_ref.clone();
+                moved.insert(head_ref, (number, head_sha));
+            }
+            numbers.push(number);
+        }
+        if moved.is_empty() {
+            return numbers;
+        }
+        let now = self.now();
+        for pull in self.pulls.values_mut() {
+            let Some((mover, sha)) = moved.get(&pull.head_ref) else {
+                continue;
+            };
+            if pull.number < *mover
+                && pull.state == PullState::Open
+                && pull.head_repo.as_deref() == Some(full_name.as_str())
+                && pull.head_sha != *sha
+            {
+                pull.head_sha = sha.clone();
+                pull.updated_at = now;
+            }
+        }
+        numbers
+    }
+
+    /// Adds one pull request with its commits, its head branch set (and deleted again when it
+    /// was closed with its branch) without moving other pull requests that follow that branch.
+    /// Returns its number, head commit and whether its head is in this repository.
+    fn insert_pull_request(&mut self, spec: PullRequestSpec) -> (u64, String, bool) {
         let base_ref = spec
             .base_ref
             .clone()
@@ -505,8 +549,10 @@ impl RepoState {
         let head_sha = head.expect("a head commit");
         let full_name = self.full_name();
         let head_repo = Some(spec.head_repo.clone().unwrap_or(full_name.clone()));
-        if head_repo.as_deref() == Some(full_name.as_str()) {
-            self.set_branch(&spec.head_ref, &head_sha);
+        let same_repository = head_repo.as_deref() == Some(full_name.as_str());
+        if same_repository {
+            self.refs
+                .insert(format!("refs/heads/{}", spec.head_ref), head_sha.clone());
         }
         for label in &spec.labels {
             self.ensure_label(label);
@@ -524,7 +570,7 @@ impl RepoState {
             state: PullState::Open,
             draft: spec.draft,
             head_ref: spec.head_ref.clone(),
-            head_sha,
+            head_sha: head_sha.clone(),
             head_repo,
             base_ref,
             labels: spec.labels.clone(),
@@ -545,12 +591,12 @@ impl RepoState {
                 pull.merged_at = Some(at);
                 pull.merge_commit_sha = Some(pull.head_sha.clone());
             }
-            if closed.delete_branch && pull.head_repo.as_deref() == Some(full_name.as_str()) {
+            if closed.delete_branch && same_repository {
                 self.delete_branch(&spec.head_ref);
             }
         }
         self.pulls.insert(number, pull);
-        number
+        (number, head_sha, same_repository)
     }
 
     pub fn add_label_to_issue(&mut self, number: u64, label: &str) {

@@ -27,6 +27,7 @@ pub mod routes_issues;
 pub mod routes_pulls;
 pub mod routes_repository;
 pub mod scenario;
+pub mod scenario_big;
 pub mod scenario_counts;
 pub mod scenario_ledger;
 pub mod server;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::builder::{ClosedSpec, CommitSpec, JobSpec, PullRequestSpec, RunSpec};
 use super::clock::{DAY, HOUR, MINUTE, Timestamp};
 use super::prng::SplitMix64;
+pub use super::scenario_big::generate_big;
 use super::scenario_ledger::sessions;
 pub use super::scenario_ledger::{ScenarioSession, SessionState, write_ledger};
 use super::state::RepoState;
@@ -33,7 +34,8 @@ pub const LEDGER_PATH: &str = "ledger.json";
 pub const BRANCH_PREFIX: &str = "klaud/auto-";
 
 const FAMILIES: usize = 60;
-const HUMANS: [&str; 10] = [
+/// The people of the standard scenario (the big one adds more).
+pub const HUMANS: [&str; 10] = [
     "alice-dev",
     "bob-ml",
     "carol-perf",

@@ -1,4 +1,4 @@
-//! The benchmark scenario's figures, measured from a generated state rather than taken from the
+//! The benchmark scenarios' figures, measured from a generated state rather than taken from the
 //! generator's plan, so a test can hold them against `BENCH-SCENARIO.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,7 +67,13 @@ impl ScenarioCounts {
             .filter(|run| run.status != "completed")
             .map(|run| run.id)
             .collect();
-        let open_heads: BTreeSet<&str> = open.iter().map(|pull| pull.head_ref.as_str()).collect();
+        let full_name = state.full_name();
+        // A fork's pull request may carry the name of a branch of this repository.
+        let open_heads: BTreeSet<&str> = open
+            .iter()
+            .filter(|pull| pull.head_repo.as_deref() == Some(full_name.as_str()))
+            .map(|pull| pull.head_ref.as_str())
+            .collect();
         let workflow_runs = |file: &str| -> Vec<&WorkflowRun> {
             let id = state.workflow_by_key(file).map(|workflow| workflow.id);
             state
@@ -185,5 +191,115 @@ impl ScenarioCounts {
             }
         }
         counts
+    }
+}
+
+/// The big scenario's figures beyond the standard one's, measured from a generated state: the
+/// people's pull requests and branches and the other workflows' runs (`scenario_big.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BigScenarioCounts {
+    pub people: usize,
+    pub people_open_pull_requests: usize,
+    pub people_open_from_this_repository: usize,
+    pub people_open_from_forks: usize,
+    pub people_open_drafts: usize,
+    pub people_closed_pull_requests: usize,
+    pub people_closed_merged: usize,
+    /// Forks' pull requests whose head branch starts with klaud's prefix, and the open ones.
+    pub fork_pull_requests_under_klaud_prefix: usize,
+    pub open_fork_pull_requests_under_klaud_prefix: usize,
+    /// Of those, the ones whose head branch is also a branch of this repository.
+    pub fork_pull_requests_named_like_a_klaud_branch: usize,
+    /// Branches that are neither the default branch nor under `klaud/`.
+    pub people_branches: usize,
+    /// Runs of workflows other than klaud's planner, candidate, smoke and sweep workflows.
+    pub other_workflow_runs: BTreeMap<String, usize>,
+    pub other_runs_queued: usize,
+    pub other_runs_in_progress: usize,
+    pub other_runs_with_jobs: usize,
+}
+
+impl BigScenarioCounts {
+    pub fn measure(scenario: &BenchScenario) -> Self {
+        let state = &scenario.state;
+        let full_name = state.full_name();
+        let people: Vec<_> = state
+            .pulls
+            .values()
+            .filter(|pull| pull.author != BOT)
+            .collect();
+        let open: Vec<_> = people
+            .iter()
+            .filter(|pull| pull.state == PullState::Open)
+            .collect();
+        let from_fork =
+            |pull: &&&super::state::PullRequest| pull.head_repo.as_deref() != Some(&full_name);
+        let under_prefix: Vec<_> = people
+            .iter()
+            .filter(|pull| from_fork(pull) && pull.head_ref.starts_with(BRANCH_PREFIX))
+            .collect();
+        let klaud_workflows: BTreeSet<u64> = [
+            PLANNER_WORKFLOW,
+            SMOKE_WORKFLOW,
+            SWEEP_WORKFLOW,
+            super::scenario::CANDIDATE_WORKFLOW,
+        ]
+        .iter()
+        .filter_map(|file| state.workflow_by_key(file).map(|workflow| workflow.id))
+        .collect();
+        let other_runs: Vec<&WorkflowRun> = state
+            .runs
+            .values()
+            .filter(|run| !klaud_workflows.contains(&run.workflow_id))
+            .collect();
+        let mut other_workflow_runs = BTreeMap::new();
+        for run in &other_runs {
+            let file = state.workflows[&run.workflow_id].file_name().to_string();
+            *other_workflow_runs.entry(file).or_default() += 1;
+        }
+        BigScenarioCounts {
+            people: people
+                .iter()
+                .map(|pull| pull.author.as_str())
+                .collect::<BTreeSet<_>>()
+                .len(),
+            people_open_pull_requests: open.len(),
+            people_open_from_this_repository: open.iter().filter(|pull| !from_fork(pull)).count(),
+            people_open_from_forks: open.iter().filter(|pull| from_fork(pull)).count(),
+            people_open_drafts: open.iter().filter(|pull| pull.draft).count(),
+            people_closed_pull_requests: people.len() - open.len(),
+            people_closed_merged: people
+                .iter()
+                .filter(|pull| pull.merged_at.is_some())
+                .count(),
+            fork_pull_requests_under_klaud_prefix: under_prefix.len(),
+            open_fork_pull_requests_under_klaud_prefix: under_prefix
+                .iter()
+                .filter(|pull| pull.state == PullState::Open)
+                .count(),
+            fork_pull_requests_named_like_a_klaud_branch: under_prefix
+                .iter()
+                .filter(|pull| state.branch_sha(&pull.head_ref).is_some())
+                .count(),
+            people_branches: state
+                .refs
+                .keys()
+                .filter_map(|name| name.strip_prefix("refs/heads/"))
+                .filter(|name| *name != state.default_branch && !name.starts_with("klaud/"))
+                .count(),
+            other_workflow_runs,
+            other_runs_queued: other_runs
+                .iter()
+                .filter(|run| run.status == "queued")
+                .count(),
+            other_runs_in_progress: other_runs
+                .iter()
+                .filter(|run| run.status == "in_progress")
+                .count(),
+            other_runs_with_jobs: other_runs
+                .iter()
+                .filter(|run| !state.jobs_of_run(run.id).is_empty())
+                .count(),
+        }
     }
 }
