@@ -58,9 +58,9 @@ async fn load_recovery_facts(client: &GitHubClient) -> (usize, usize, usize, usi
         active("run-sweep.yml", "in_progress"),
         active("run-sweep.yml", "queued"),
     ];
-    let (ledger, pulls, refs, listings) = tokio::join!(
+    let (ledger, (_, pulls), refs, listings) = tokio::join!(
         store.load(),
-        client.open_pull_requests(),
+        client.open_pull_requests_under(&["klaud/auto-"]),
         client.branches_starting_with("klaud/"),
         join_all(runs.iter().map(|filter| client.workflow_runs(filter))),
     );
@@ -78,7 +78,7 @@ async fn load_recovery_facts(client: &GitHubClient) -> (usize, usize, usize, usi
     let jobs = join_all(parents_running.iter().map(|id| client.run_jobs(*id))).await;
     let job_count = jobs.into_iter().map(|jobs| jobs.expect("jobs").len()).sum();
     (
-        pulls.expect("pulls").len(),
+        pulls.into_whole().expect("pulls").len(),
         refs.expect("refs").len(),
         active_runs.len(),
         job_count,

@@ -117,8 +117,9 @@ fn only_klauds_open_pull_requests_are_evidence_with_their_changed_files() {
     assert_eq!(write_requests(&server), Vec::<String>::new());
     let requests: Value = serde_json::from_str(&step.output("requests")).unwrap();
     assert_eq!(
-        requests["reads"], 3,
-        "one listing and one file listing per klaud pull request"
+        requests["reads"], 4,
+        "the branches under the prefix, their open pull requests (one query), and one file \
+         listing per klaud pull request"
     );
 }
 
@@ -258,21 +259,34 @@ fn a_missing_or_malformed_candidates_file_is_bad_input_before_any_request() {
 }
 
 #[test]
-fn open_pull_requests_that_cannot_be_listed_fail_the_step() {
-    let (state, _) = busy_repository();
-    let server = FakeGitHub::start(state);
-    server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
-        "GET",
-        "/repos/acme/bench/pulls",
-        1,
-        404,
-    )]));
+fn open_pull_requests_that_cannot_all_be_listed_fail_the_step() {
+    // The branches under the prefix, then the open pull requests on them: either read failing
+    // leaves the evidence incomplete.
+    for (method, path, reason) in [
+        (
+            "GET",
+            "/repos/acme/bench/git/matching-refs/*",
+            "the branches under klaud/auto- could not be listed",
+        ),
+        (
+            "POST",
+            "/graphql",
+            "the open pull requests of 3 branch(es) could not be read",
+        ),
+    ] {
+        let (state, _) = busy_repository();
+        let server = FakeGitHub::start(state);
+        server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
+            method, path, 1, 404,
+        )]));
 
-    let (step, log) = prepare_review(&server, CANDIDATES, 1);
+        let (step, log) = prepare_review(&server, CANDIDATES, 1);
 
-    assert!(
-        log.contains("the open pull requests could not be listed"),
-        "{log}"
-    );
-    assert!(!step.path("out/open-prs.json").exists());
+        assert!(
+            log.contains("klaud's open pull requests could not all be listed, so the review would lack its evidence"),
+            "{log}"
+        );
+        assert!(log.contains(reason), "{log}");
+        assert!(!step.path("out/open-prs.json").exists());
+    }
 }

@@ -74,6 +74,53 @@ fn a_bot_only_draft_is_closed_and_its_branch_deleted() {
     );
 }
 
+/// klaud's open pull requests are read from its branches. When that read misses the abandoned
+/// draft — the query fails, or its branch has more open pull requests than one query reads
+/// (forks' on the same branch name) — the pass closes, deletes and cancels nothing.
+#[test]
+fn an_abandoned_draft_the_reads_miss_is_left_as_it_is() {
+    for (missed, forks) in [("a failed query", 0), ("a cut branch", 10)] {
+        let mut world = World::new();
+        world.finished_planner(3, &["a"]);
+        let number = world.bot_draft("a");
+        let smoke = world.smoke("a", BOT, true);
+        for fork in 0..forks {
+            world.state.add_pull_request(fake_github::PullRequestSpec {
+                title: format!("a fork's change {fork}"),
+                author: format!("someone-{fork}"),
+                head_ref: branch("a"),
+                head_repo: Some(format!("someone-{fork}/bench")),
+                ..fake_github::PullRequestSpec::default()
+            });
+        }
+        let server = world.start();
+        if forks == 0 {
+            server.set_faults(FaultConfig::rules(vec![fake_github::FaultRule::nth(
+                "POST", "/graphql", 1, 404,
+            )]));
+        }
+        let pass = Pass::new(OWN_RUN);
+
+        let log = pass.run(&server);
+
+        assert!(log.contains("the open pull requests of"), "{missed}: {log}");
+        assert_eq!(
+            pull_state(&server, number).state,
+            PullState::Open,
+            "{missed}"
+        );
+        assert!(branch_exists(&server, "a"), "{missed}");
+        let runs = server.with_state(|state| state.runs.clone());
+        assert_eq!(runs[&smoke].status, "in_progress", "{missed}");
+        assert_eq!(pass.ids("swept"), Vec::<String>::new(), "{missed}");
+        assert_eq!(
+            writes_beside_the_ledger(&server),
+            Vec::<String>::new(),
+            "{missed}: nothing but the ledger (the lease) is written"
+        );
+    }
+}
+
 #[test]
 fn a_draft_with_a_maintainer_commit_is_untouched() {
     let mut world = World::new();

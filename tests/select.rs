@@ -403,34 +403,57 @@ fn a_valid_review_holds_back_duplicates_and_passes_the_rest() {
     );
 }
 
+/// klaud's open pull requests are read from its branches. When that read misses one — the
+/// query fails, or a branch has more open pull requests than one query reads (forks' on the
+/// same branch name) — nothing is claimed: the selection waits as `listing-incomplete`.
 #[test]
-fn an_incomplete_pull_request_listing_defers_instead_of_reading_as_no_pull_request() {
-    let mut state = repository();
-    for index in 0..150 {
+fn open_pull_requests_the_reads_miss_defer_instead_of_reading_as_no_pull_request() {
+    for (missed, forks) in [("a failed query", 0), ("a cut branch", 10)] {
+        let mut state = repository();
         state.add_pull_request(PullRequestSpec {
-            title: format!("change {index}"),
-            author: "alice-dev".into(),
-            head_ref: format!("feature/{index}"),
+            title: "klaud: d".into(),
+            author: BOT.into(),
+            head_ref: "klaud/auto-d".into(),
+            draft: true,
             ..PullRequestSpec::default()
         });
+        for fork in 0..forks {
+            state.add_pull_request(PullRequestSpec {
+                title: format!("a fork's change {fork}"),
+                author: format!("someone-{fork}"),
+                head_ref: "klaud/auto-d".into(),
+                head_repo: Some(format!("someone-{fork}/bench")),
+                ..PullRequestSpec::default()
+            });
+        }
+        let server = FakeGitHub::start(state);
+        if forks == 0 {
+            server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
+                "POST", "/graphql", 1, 404,
+            )]));
+        }
+        let pass = Pass::new(RUN, &candidates_json(&[("d", "fd"), ("a", "fa")]));
+
+        let log = pass.run(&server, |_| {}, 0);
+
+        assert!(
+            log.contains("::warning::occupancy is unknown"),
+            "{missed}: {log}"
+        );
+        assert!(
+            log.contains("the open pull requests of"),
+            "{missed}: the reason is named: {log}"
+        );
+        assert!(write_requests(&server).is_empty(), "{missed}");
+        let selection = pass.selection();
+        assert_eq!(
+            selection["deferred-reason"], "listing-incomplete",
+            "{missed}"
+        );
+        assert_eq!(selection["candidates"][0]["decision"], "listing-incomplete");
+        assert_eq!(selection["candidates"][1]["decision"], "listing-incomplete");
+        assert_eq!(pass.outputs()["selected"], "false");
     }
-    let server = FakeGitHub::start(state);
-    server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
-        "GET",
-        "/repos/acme/bench/pulls",
-        2,
-        403,
-    )]));
-    let pass = Pass::new(RUN, &candidates_json(&[("a", "fa")]));
-
-    let log = pass.run(&server, |_| {}, 0);
-
-    assert!(log.contains("::warning::occupancy is unknown"), "{log}");
-    assert!(write_requests(&server).is_empty());
-    let selection = pass.selection();
-    assert_eq!(selection["deferred-reason"], "listing-incomplete");
-    assert_eq!(selection["candidates"][0]["decision"], "listing-incomplete");
-    assert_eq!(pass.outputs()["selected"], "false");
 }
 
 /// A ledger whose finished session c and parked session p ran jobs that ended `hours_ago`

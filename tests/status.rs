@@ -150,8 +150,8 @@ fn status_shows_the_ledger_and_live_sessions_in_the_summary_and_status_json() {
     );
     assert_eq!(
         requests(&server).len(),
-        2,
-        "the ledger and the open pull requests"
+        3,
+        "the ledger, the branches under the prefix and their open pull requests"
     );
 }
 
@@ -199,17 +199,14 @@ fn status_without_a_ledger_shows_an_empty_one() {
 fn pull_requests_that_cannot_be_listed_do_not_hide_the_ledger() {
     let server = busy_repository();
     server.set_faults(FaultConfig::rules(vec![FaultRule::nth(
-        "GET",
-        "/repos/acme/bench/pulls",
-        1,
-        404,
+        "POST", "/graphql", 1, 404,
     )]));
     let step = Step::default();
 
     let log = step.run(step.command(&server, "status"), 0);
 
     assert!(
-        log.contains("::warning::status: the open pull requests could not be listed"),
+        log.contains("::warning::status: klaud's open pull requests could not all be listed"),
         "{log}"
     );
     let report = step.result_file("status.json");

@@ -61,32 +61,17 @@ pub async fn gather_recovery_facts(
     dashboard: bool,
 ) -> Result<Gathered, LedgerError> {
     let prefixes = listing_prefixes(policy);
-    let (loaded, pulls, refs, runs) = tokio::join!(
+    let (loaded, (refs, pulls), runs) = tokio::join!(
         store.load(),
-        client.open_pull_requests(),
-        join_all(
-            prefixes
-                .iter()
-                .map(|prefix| client.branches_starting_with(prefix))
-        ),
+        refs_and_open_pull_requests(client, policy, &prefixes),
         active_runs_and_planner_jobs(client, policy),
     );
     let (runs, planner_jobs) = runs;
     let loaded = loaded?;
-    let repository = client.repository().to_string();
     let mut snapshot = Snapshot {
         ledger: loaded.ledger.clone(),
-        open_pull_requests: match pulls {
-            Ok(pulls) => Listed::complete(
-                pulls
-                    .iter()
-                    .filter(|pull| pull.head.branch.starts_with(&policy.branch_prefix))
-                    .map(|pull| pull_request_fact(pull, &repository))
-                    .collect(),
-            ),
-            Err(error) => Listed::failed(describe(&error)),
-        },
-        refs: branch_listing(refs, policy),
+        open_pull_requests: pulls,
+        refs,
         active_runs: runs,
         planner_jobs,
         ..Snapshot::default()
@@ -111,6 +96,38 @@ pub async fn gather_recovery_facts(
         loaded,
         dashboard,
     })
+}
+
+/// The refs under the listing prefixes, then the open pull requests on the candidate branches
+/// among them (`GitHubClient::open_pull_requests_on`): what this reads follows klaud's
+/// branches, not the repository's open pull requests.
+async fn refs_and_open_pull_requests(
+    client: &GitHubClient,
+    policy: &Policy,
+    prefixes: &[String],
+) -> (Listed<RefFact>, Listed<PullRequestFact>) {
+    let listings = join_all(
+        prefixes
+            .iter()
+            .map(|prefix| client.branches_starting_with(prefix)),
+    )
+    .await;
+    let refs = branch_listing(listings, policy);
+    let candidate_branches = Listed {
+        items: refs
+            .items
+            .iter()
+            .filter(|reference| reference.name.starts_with(&policy.branch_prefix))
+            .map(|reference| reference.name.clone())
+            .collect(),
+        gap: refs.gap.clone(),
+    };
+    let repository = client.repository().to_string();
+    let pulls = client
+        .open_pull_requests_on(&candidate_branches)
+        .await
+        .map(|pull| pull_request_fact(&pull, &repository));
+    (refs, pulls)
 }
 
 /// Every run of the repository that has not completed, and the jobs of the planner runs among

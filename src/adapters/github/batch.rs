@@ -337,6 +337,40 @@ fn login(actor: Option<&Value>) -> Option<Account> {
 }
 
 fn pull_request_detail(node: &Value, repository: &str) -> Result<PullRequestDetail, String> {
+    let (pull, issue) = pull_request_and_issue(node, repository)?;
+    let commits = node.get("commits").ok_or("no commits")?;
+    let total = commits
+        .get("totalCount")
+        .and_then(Value::as_u64)
+        .ok_or("no commit count")?;
+    let commits = commits
+        .get("nodes")
+        .and_then(Value::as_array)
+        .ok_or("no commit nodes")?
+        .iter()
+        .map(|node| {
+            let commit = node.get("commit").ok_or("no commit")?;
+            Ok(Commit {
+                sha: text(commit, "oid")?.to_string(),
+                author: login(commit.pointer("/author/user")),
+                committer: login(commit.pointer("/committer/user")),
+                parents: Vec::new(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(PullRequestDetail {
+        pull,
+        issue,
+        commits: PullRequestCommits { commits, total },
+    })
+}
+
+/// A pull request node read with [`PULL_REQUEST_FRAGMENT`], as REST gives the pull request and
+/// its issue side (who closed it).
+pub(super) fn pull_request_and_issue(
+    node: &Value,
+    repository: &str,
+) -> Result<(PullRequest, Issue), String> {
     let number = node
         .get("number")
         .and_then(Value::as_u64)
@@ -410,31 +444,7 @@ fn pull_request_detail(node: &Value, repository: &str) -> Result<PullRequestDeta
         labels,
         pull_request: Some(IssuePullRequest { merged_at }),
     };
-    let commits = node.get("commits").ok_or("no commits")?;
-    let total = commits
-        .get("totalCount")
-        .and_then(Value::as_u64)
-        .ok_or("no commit count")?;
-    let commits = commits
-        .get("nodes")
-        .and_then(Value::as_array)
-        .ok_or("no commit nodes")?
-        .iter()
-        .map(|node| {
-            let commit = node.get("commit").ok_or("no commit")?;
-            Ok(Commit {
-                sha: text(commit, "oid")?.to_string(),
-                author: login(commit.pointer("/author/user")),
-                committer: login(commit.pointer("/committer/user")),
-                parents: Vec::new(),
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    Ok(PullRequestDetail {
-        pull,
-        issue,
-        commits: PullRequestCommits { commits, total },
-    })
+    Ok((pull, issue))
 }
 
 #[cfg(test)]

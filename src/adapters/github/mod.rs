@@ -16,6 +16,7 @@ pub mod git;
 pub mod graphql;
 pub mod issues;
 pub mod models;
+pub mod open_pulls;
 pub mod pagination;
 pub mod pulls;
 pub mod transport;

@@ -37,11 +37,6 @@ impl CommentPosted {
 }
 
 impl GitHubClient {
-    /// Every open pull request of the repository (drafts included).
-    pub async fn open_pull_requests(&self) -> Result<Vec<PullRequest>, GitHubError> {
-        self.list_array(&self.repo_path("/pulls?state=open")).await
-    }
-
     /// Pull requests whose head is `branch` in this repository, in any state.
     pub async fn pull_requests_for_branch(
         &self,

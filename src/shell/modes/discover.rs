@@ -30,7 +30,6 @@ use crate::core::discovery::{
     Discovery, DiscoveryRun, DiscoverySnapshot, Family, Rendering, discover, hardware_targets,
     render_keys,
 };
-use crate::core::snapshot::Listed;
 use crate::shell::cli::DiscoverArgs;
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
@@ -257,26 +256,10 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
     let client = &connection.client;
     let policy = &context.policy;
     let store = LedgerStore::new(client, &policy.state_branch);
-    let (loaded, mut github) = tokio::join!(store.load(), read_github_facts(client, policy));
-    for prefix in &settings.legacy_branch_prefixes {
-        match client.branches_starting_with(prefix).await {
-            Ok(references) => github
-                .candidate_branches
-                .items
-                .extend(references.into_iter().map(|reference| {
-                    reference
-                        .name
-                        .strip_prefix("refs/heads/")
-                        .unwrap_or(&reference.name)
-                        .to_string()
-                })),
-            Err(error) => {
-                github.candidate_branches = Listed::failed(format!(
-                    "the branches under {prefix} could not be listed: {error}"
-                ));
-            }
-        }
-    }
+    let prefixes: Vec<&str> = std::iter::once(policy.branch_prefix.as_str())
+        .chain(settings.legacy_branch_prefixes.iter().map(String::as_str))
+        .collect();
+    let (loaded, github) = tokio::join!(store.load(), read_github_facts(client, &prefixes));
     let gap = match &loaded {
         Err(error) => Some(format!("the ledger could not be read: {error}")),
         Ok(_) => github

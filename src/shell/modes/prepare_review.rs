@@ -1,7 +1,8 @@
 //! `prepare-review` (contract §3.8): the evidence for the planner's read-only overlap review.
 //!
 //! Reads as: the candidates file (bad input is exit 2 before any request) → the open pull
-//! requests, of which only klaud's are kept → each one's changed files (a few pull requests at
+//! requests on the branches under the prefix (all of them or the step fails), of which only
+//! klaud's are kept (a fork's on a branch of the same name is not) → each one's changed files (a few pull requests at
 //! once; one that cannot be read is marked `files-complete: false` and never stops the others)
 //! → `open-prs.json` and `review-schema.json` in the work directory → outputs `has-candidates`
 //! and `review-schema` (the schema as compact JSON, for a structured-output step's
@@ -50,9 +51,12 @@ pub async fn run(context: &StepContext, arguments: &PrepareReviewArgs) -> Result
     let client = &connection.client;
     let repository = client.repository().to_string();
 
-    let open = client.open_pull_requests().await.map_err(|error| {
+    let (_, open) = client
+        .open_pull_requests_under(&[context.policy.branch_prefix.as_str()])
+        .await;
+    let open = open.into_whole().map_err(|gap| {
         StepError::failed(format!(
-            "the open pull requests could not be listed, so the review would lack its evidence: {error}"
+            "klaud's open pull requests could not all be listed, so the review would lack its evidence: {gap}"
         ))
     })?;
     let open_count = open.len();
@@ -65,7 +69,7 @@ pub async fn run(context: &StepContext, arguments: &PrepareReviewArgs) -> Result
         })
         .collect();
     reporter.info(&format!(
-        "prepare-review: {} candidate(s); {} of {open_count} open pull request(s) are klaud's",
+        "prepare-review: {} candidate(s); {} of the {open_count} open pull request(s) on klaud's branches are klaud's",
         candidates.len(),
         klauds.len()
     ));

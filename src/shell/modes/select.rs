@@ -77,7 +77,8 @@ pub async fn run(context: &StepContext, arguments: &SelectArgs) -> Result<(), St
         }
     ));
 
-    let facts = read_github_facts(&connection.client, &context.policy).await;
+    let facts =
+        read_github_facts(&connection.client, &[context.policy.branch_prefix.as_str()]).await;
     for observed in [
         facts.open_pull_requests.incomplete_reason(),
         facts.candidate_branches.incomplete_reason(),

@@ -1,10 +1,11 @@
 //! `status` (contract §3.7): the ledger and the live sessions, read-only.
 //!
-//! Reads as: the ledger and the open pull requests (concurrently) → `core::status` → the report:
+//! Reads as: the ledger and klaud's open pull requests (concurrently; the branches under the
+//! prefix, then the open pull requests on them) → `core::status` → the report:
 //! `status.json` in the work directory, the `live-sessions` output, and either a Markdown
 //! summary (inside GitHub Actions) or a text rendering for a terminal (`klaud status` run by
-//! hand). A ledger that cannot be read fails the step; open pull requests that cannot be listed
-//! are reported as unknown and the ledger is still shown.
+//! hand). A ledger that cannot be read fails the step; open pull requests that cannot all be
+//! listed are reported as unknown and the ledger is still shown.
 
 use std::fmt::Write as _;
 
@@ -60,46 +61,47 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
     let client = &connection.client;
     let policy = &context.policy;
     let store = LedgerStore::new(client, &policy.state_branch);
-    let (loaded, open) = tokio::join!(store.load(), client.open_pull_requests());
+    let prefixes = [policy.branch_prefix.as_str()];
+    let (loaded, (_, open)) =
+        tokio::join!(store.load(), client.open_pull_requests_under(&prefixes));
     let loaded = loaded.map_err(|error| {
         StepError::failed(format!(
             "the ledger on {} could not be read: {error}",
             policy.state_branch
         ))
     })?;
-    let pull_requests = match open {
-        Ok(pulls) => Listed::complete(
-            pulls
-                .into_iter()
-                .filter_map(|pull| {
-                    let listed = ListedPullRequest {
-                        number: pull.number,
-                        title: pull.title,
-                        draft: pull.draft,
-                        author: None,
-                        head_branch: pull.head.branch,
-                        head_repository: pull.head.repo.map(|repository| repository.full_name),
-                        head_sha: pull.head.sha,
-                        labels: pull.labels.into_iter().map(|label| label.name).collect(),
-                    };
-                    let candidate = klaud_candidate_of(&listed, client.repository(), policy)?;
-                    Some(KlaudPullRequest {
-                        number: listed.number,
-                        candidate: candidate.to_string(),
-                        draft: listed.draft,
-                        labels: listed.labels.clone(),
-                    })
+    if let Some(gap) = &open.gap {
+        reporter.warning(&format!(
+            "status: klaud's open pull requests could not all be listed, so they are not shown: {gap}"
+        ));
+    }
+    let pull_requests = Listed {
+        items: open
+            .items
+            .into_iter()
+            .filter_map(|pull| {
+                let listed = ListedPullRequest {
+                    number: pull.number,
+                    title: pull.title,
+                    draft: pull.draft,
+                    author: None,
+                    head_branch: pull.head.branch,
+                    head_repository: pull.head.repo.map(|repository| repository.full_name),
+                    head_sha: pull.head.sha,
+                    labels: pull.labels.into_iter().map(|label| label.name).collect(),
+                };
+                let candidate = klaud_candidate_of(&listed, client.repository(), policy)?;
+                Some(KlaudPullRequest {
+                    number: listed.number,
+                    candidate: candidate.to_string(),
+                    draft: listed.draft,
+                    labels: listed.labels.clone(),
                 })
-                .collect(),
-        ),
-        Err(error) => {
-            reporter.warning(&format!(
-                "status: the open pull requests could not be listed, so they are not shown: {error}"
-            ));
-            Listed::failed(format!(
-                "the open pull requests could not be listed: {error}"
-            ))
-        }
+            })
+            .collect(),
+        gap: open
+            .gap
+            .map(|gap| format!("klaud's open pull requests could not all be listed: {gap}")),
     };
     let facts = StatusFacts {
         ledger: &loaded.ledger,

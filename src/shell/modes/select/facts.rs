@@ -1,5 +1,5 @@
-//! What `select` reads besides the ledger: the open pull requests and the candidate branches
-//! (read concurrently; a listing that fails is recorded as incomplete, never as empty), and the
+//! What `select` reads besides the ledger: the candidate branches and the open pull requests on
+//! them (a listing that fails is recorded as incomplete, never as empty), and the
 //! capacity gate's answer (config `capacity.command`, run once per pass through the process
 //! adapter).
 
@@ -8,10 +8,8 @@ use std::time::Duration;
 use crate::adapters::github::GitHubClient;
 use crate::adapters::process::{ChildCommand, ChildEnvironment, run_child};
 use crate::core::candidate::Candidate;
-use crate::core::policy::Policy;
 use crate::core::select::capacity::{CapacityGate, read_capacity_answer, targets_to_ask};
 use crate::core::select::{GitHubFacts, OpenPullRequest};
-use crate::core::snapshot::Listed;
 use crate::shell::config::CapacitySettings;
 use crate::shell::outputs::Reporter;
 
@@ -20,48 +18,19 @@ pub const DEFAULT_CAPACITY_TIMEOUT_SECONDS: u64 = 60;
 /// Bytes of the capacity command's stdout kept; more is a garbled answer.
 const CAPACITY_STDOUT_LIMIT: usize = 1024 * 1024;
 
-/// Lists the open pull requests and the branches under the branch prefix, concurrently.
-pub async fn read_github_facts(client: &GitHubClient, policy: &Policy) -> GitHubFacts {
-    let (pulls, branches) = tokio::join!(
-        client.open_pull_requests(),
-        client.branches_starting_with(&policy.branch_prefix)
-    );
-    let open_pull_requests = match pulls {
-        Ok(pulls) => Listed::complete(
-            pulls
-                .into_iter()
-                .map(|pull| OpenPullRequest {
-                    number: pull.number,
-                    head_branch: pull.head.branch,
-                    head_repository: pull.head.repo.map(|repository| repository.full_name),
-                })
-                .collect(),
-        ),
-        Err(error) => Listed::failed(format!(
-            "the open pull requests could not be listed: {error}"
-        )),
-    };
-    let candidate_branches = match branches {
-        Ok(references) => Listed::complete(
-            references
-                .into_iter()
-                .map(|reference| {
-                    reference
-                        .name
-                        .strip_prefix("refs/heads/")
-                        .unwrap_or(&reference.name)
-                        .to_string()
-                })
-                .collect(),
-        ),
-        Err(error) => Listed::failed(format!(
-            "the candidate branches could not be listed: {error}"
-        )),
-    };
+/// Lists the branches under `prefixes`, then the open pull requests on them
+/// (`GitHubClient::open_pull_requests_under`); an incomplete branch listing leaves both
+/// incomplete.
+pub async fn read_github_facts(client: &GitHubClient, prefixes: &[&str]) -> GitHubFacts {
+    let (branches, pulls) = client.open_pull_requests_under(prefixes).await;
     GitHubFacts {
         repository: client.repository().to_string(),
-        open_pull_requests,
-        candidate_branches,
+        open_pull_requests: pulls.map(|pull| OpenPullRequest {
+            number: pull.number,
+            head_branch: pull.head.branch,
+            head_repository: pull.head.repo.map(|repository| repository.full_name),
+        }),
+        candidate_branches: branches,
     }
 }
 

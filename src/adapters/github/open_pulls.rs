@@ -1,0 +1,335 @@
+//! klaud's open pull requests, found from klaud's own branches rather than from every open pull
+//! request of the repository.
+//!
+//! First the branches under klaud's prefixes, one `git/matching-refs` listing a prefix (GitHub
+//! answers it whole, without pages); then the open pull requests whose head is one of those
+//! branches, read in batched GraphQL queries (`pullRequests(headRefName:, states: [OPEN])`),
+//! [`BRANCHES_PER_QUERY`] branches a query. What this costs follows klaud's branches: a
+//! repository with 10,000 open pull requests by people costs what one with none costs.
+//!
+//! It is complete by construction: GitHub closes a pull request whose head branch is deleted, so
+//! every open pull request with its head in this repository under a prefix has its branch in the
+//! listing. A fork's pull request may carry the same branch name; it comes back with its head
+//! repository, and the rule that reads a pull request as klaud's never takes it. What could not
+//! be read makes the listing incomplete, with the reason, never shorter: a branch listing that
+//! failed, a query that failed, a branch GitHub left out of an answer, or a branch with more open
+//! pull requests than one query reads ([`OPEN_PULL_REQUESTS_PER_BRANCH`]).
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::GitHubClient;
+use super::batch::{PULL_REQUEST_FRAGMENT, pull_request_and_issue};
+use super::graphql::GraphQlAnswer;
+use super::models::PullRequest;
+use crate::core::snapshot::Listed;
+
+/// Branches asked about in one query.
+pub const BRANCHES_PER_QUERY: usize = 50;
+/// Open pull requests read per branch: klaud opens one per candidate branch; more can only be
+/// forks' pull requests on a branch of the same name, and more than this makes the listing
+/// incomplete rather than short.
+pub const OPEN_PULL_REQUESTS_PER_BRANCH: usize = 10;
+/// Queries sent at once.
+const QUERY_CONCURRENCY: usize = 4;
+
+impl GitHubClient {
+    /// The branches under each of `prefixes` (names without `refs/heads/`, sorted, each once);
+    /// incomplete when a prefix's listing failed.
+    pub async fn branches_under(&self, prefixes: &[&str]) -> Listed<String> {
+        let mut names = Vec::new();
+        let mut gaps = Vec::new();
+        for prefix in prefixes {
+            match self.branches_starting_with(prefix).await {
+                Ok(references) => names.extend(references.into_iter().map(|reference| {
+                    reference
+                        .name
+                        .strip_prefix("refs/heads/")
+                        .unwrap_or(&reference.name)
+                        .to_string()
+                })),
+                Err(error) => gaps.push(format!(
+                    "the branches under {prefix} could not be listed: {error}"
+                )),
+            }
+        }
+        names.sort();
+        names.dedup();
+        match gaps.is_empty() {
+            true => Listed::complete(names),
+            false => Listed::incomplete(names, gaps.join("; ")),
+        }
+    }
+
+    /// The open pull requests whose head branch is one of `branches` (newest first), forks'
+    /// included; incomplete when `branches` is, or when some branch's could not all be read.
+    pub async fn open_pull_requests_on(&self, branches: &Listed<String>) -> Listed<PullRequest> {
+        let mut gaps: Vec<String> = branches
+            .gap
+            .iter()
+            .map(|gap| format!("{gap}, so their open pull requests are not known"))
+            .collect();
+        let chunks: Vec<&[String]> = branches.items.chunks(BRANCHES_PER_QUERY).collect();
+        let answers: Vec<(&[String], Result<GraphQlAnswer, String>)> =
+            futures::stream::iter(chunks.into_iter().map(|chunk| async move {
+                let (query, variables) = open_pull_requests_query(self.repository(), chunk);
+                let answer = self
+                    .graphql_read("open pull requests", &query, variables)
+                    .await
+                    .map_err(|error| error.to_string());
+                (chunk, answer)
+            }))
+            .buffered(QUERY_CONCURRENCY)
+            .collect()
+            .await;
+        let mut pulls = Vec::new();
+        for (chunk, answer) in answers {
+            match answer {
+                Ok(answer) => {
+                    let read = read_answer(&answer, chunk, self.repository());
+                    pulls.extend(read.pulls);
+                    gaps.extend(read.gaps);
+                }
+                Err(error) => gaps.push(format!(
+                    "the open pull requests of {} branch(es) could not be read: {error}",
+                    chunk.len()
+                )),
+            }
+        }
+        pulls.sort_by(|a: &PullRequest, b| b.number.cmp(&a.number));
+        match gaps.is_empty() {
+            true => Listed::complete(pulls),
+            false => Listed::incomplete(pulls, gaps.join("; ")),
+        }
+    }
+
+    /// The branches under `prefixes`, and the open pull requests on them.
+    pub async fn open_pull_requests_under(
+        &self,
+        prefixes: &[&str],
+    ) -> (Listed<String>, Listed<PullRequest>) {
+        let branches = self.branches_under(prefixes).await;
+        let pulls = self.open_pull_requests_on(&branches).await;
+        (branches, pulls)
+    }
+}
+
+/// The query text and variables asking for the open pull requests of `branches`, aliased `b0`,
+/// `b1`, …; every branch name travels as a variable, never inside the query text.
+pub fn open_pull_requests_query(repository: &str, branches: &[String]) -> (String, Value) {
+    let (owner, name) = repository.split_once('/').unwrap_or((repository, ""));
+    let mut variables = Map::new();
+    variables.insert("owner".into(), json!(owner));
+    variables.insert("name".into(), json!(name));
+    let mut declarations = vec!["$owner: String!".to_string(), "$name: String!".to_string()];
+    let mut fields = Vec::new();
+    for (index, branch) in branches.iter().enumerate() {
+        let alias = format!("b{index}");
+        declarations.push(format!("${alias}: String!"));
+        variables.insert(alias.clone(), json!(branch));
+        fields.push(format!(
+            "{alias}: pullRequests(headRefName: ${alias}, states: [OPEN], first: {OPEN_PULL_REQUESTS_PER_BRANCH}) {{ totalCount nodes {{ ...pull }} }}"
+        ));
+    }
+    let query = format!(
+        "query({}) {{ repository(owner: $owner, name: $name) {{ id {} }} }} {PULL_REQUEST_FRAGMENT}",
+        declarations.join(", "),
+        fields.join(" "),
+    );
+    (query, Value::Object(variables))
+}
+
+/// What one answer gave: the pull requests read, and what it left unknown.
+struct ReadAnswer {
+    pulls: Vec<PullRequest>,
+    gaps: Vec<String>,
+}
+
+fn read_answer(answer: &GraphQlAnswer, branches: &[String], repository: &str) -> ReadAnswer {
+    let mut read = ReadAnswer {
+        pulls: Vec::new(),
+        gaps: Vec::new(),
+    };
+    let Some(repository_node) = answer
+        .data
+        .get("repository")
+        .filter(|value| !value.is_null())
+    else {
+        read.gaps.push(format!(
+            "the open pull requests of {} branch(es) could not be read: {}",
+            branches.len(),
+            match answer.problems.is_empty() {
+                true => "the answer names no repository".to_string(),
+                false => answer.message(),
+            }
+        ));
+        return read;
+    };
+    for (index, branch) in branches.iter().enumerate() {
+        let alias = format!("b{index}");
+        match read_branch(repository_node.get(&alias), repository) {
+            Ok(pulls) => read.pulls.extend(pulls),
+            Err(reason) => {
+                let reason = answer
+                    .problems
+                    .iter()
+                    .find(|problem| problem.path.iter().any(|segment| segment == &alias))
+                    .map(|problem| problem.message.clone())
+                    .unwrap_or(reason);
+                read.gaps.push(format!(
+                    "the open pull requests of {branch} could not be read: {}",
+                    crate::core::text::bounded(&reason, 300)
+                ));
+            }
+        }
+    }
+    read
+}
+
+/// One branch's connection: every open pull request it has, or why they are not all known.
+fn read_branch(connection: Option<&Value>, repository: &str) -> Result<Vec<PullRequest>, String> {
+    let connection = connection
+        .filter(|value| !value.is_null())
+        .ok_or("the answer leaves it out")?;
+    let nodes = connection
+        .get("nodes")
+        .and_then(Value::as_array)
+        .ok_or("no pull request nodes")?;
+    let total = connection
+        .get("totalCount")
+        .and_then(Value::as_u64)
+        .ok_or("no totalCount")?;
+    if total > nodes.len() as u64 {
+        return Err(format!(
+            "it has {total} open pull requests and {} were read",
+            nodes.len()
+        ));
+    }
+    nodes
+        .iter()
+        .map(|node| pull_request_and_issue(node, repository).map(|(pull, _)| pull))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::github::graphql::GraphQlProblem;
+
+    fn node(number: u64, branch: &str, head_repository: &str) -> Value {
+        json!({
+            "number": number, "id": format!("PR_{number}"), "title": "t", "state": "OPEN",
+            "isDraft": true, "merged": false, "mergedAt": null,
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-02T00:00:00Z",
+            "closedAt": null, "headRefName": branch, "headRefOid": "a".repeat(40),
+            "baseRefName": "main", "baseRefOid": "b".repeat(40),
+            "isCrossRepository": head_repository != "acme/widgets",
+            "headRepository": {"nameWithOwner": head_repository},
+            "author": {"__typename": "Bot", "login": "klaud"},
+            "labels": {"nodes": []},
+            "timelineItems": {"nodes": []}
+        })
+    }
+
+    fn answer(data: Value, problems: Vec<GraphQlProblem>) -> GraphQlAnswer {
+        GraphQlAnswer { data, problems }
+    }
+
+    fn branches(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn every_branch_travels_as_a_variable_and_asks_only_for_open_pull_requests() {
+        let (query, variables) = open_pull_requests_query(
+            "acme/widgets",
+            &branches(&["klaud/auto-a\"}", "klaud/auto-b"]),
+        );
+        assert!(query.contains("b0: pullRequests(headRefName: $b0, states: [OPEN], first: 10)"));
+        assert!(query.contains("b1: pullRequests(headRefName: $b1"));
+        assert!(!query.contains("auto-a"));
+        assert_eq!(variables["b0"], "klaud/auto-a\"}");
+        assert_eq!(variables["owner"], "acme");
+        assert_eq!(variables["name"], "widgets");
+    }
+
+    #[test]
+    fn forks_pull_requests_come_back_with_their_head_repository() {
+        let data = json!({"repository": {"id": "R_1",
+        "b0": {"totalCount": 2, "nodes": [
+            node(7, "klaud/auto-a", "acme/widgets"),
+            node(9, "klaud/auto-a", "mallory/widgets")
+        ]}}});
+        let read = read_answer(
+            &answer(data, vec![]),
+            &branches(&["klaud/auto-a"]),
+            "acme/widgets",
+        );
+        assert!(read.gaps.is_empty());
+        let heads: Vec<(u64, String)> = read
+            .pulls
+            .iter()
+            .map(|pull| (pull.number, pull.head.repo.clone().unwrap().full_name))
+            .collect();
+        assert_eq!(
+            heads,
+            vec![(7, "acme/widgets".into()), (9, "mallory/widgets".into())]
+        );
+    }
+
+    #[test]
+    fn a_branch_with_more_open_pull_requests_than_read_is_a_gap_not_a_shorter_truth() {
+        let data = json!({"repository": {"id": "R_1",
+            "b0": {"totalCount": 11, "nodes": [node(7, "klaud/auto-a", "acme/widgets")]},
+            "b1": {"totalCount": 0, "nodes": []}}});
+        let read = read_answer(
+            &answer(data, vec![]),
+            &branches(&["klaud/auto-a", "klaud/auto-b"]),
+            "acme/widgets",
+        );
+        assert_eq!(
+            read.gaps,
+            vec![
+                "the open pull requests of klaud/auto-a could not be read: it has 11 open pull requests and 1 were read"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_branch_the_answer_leaves_out_or_an_error_names_is_a_gap() {
+        let data = json!({"repository": {"id": "R_1", "b0": null}});
+        let problems = vec![GraphQlProblem {
+            message: "Something went wrong".into(),
+            path: vec!["repository".into(), "b0".into()],
+            kind: None,
+        }];
+        let read = read_answer(
+            &answer(data, problems),
+            &branches(&["klaud/auto-a", "klaud/auto-b"]),
+            "acme/widgets",
+        );
+        assert_eq!(read.pulls, vec![]);
+        assert_eq!(
+            read.gaps,
+            vec![
+                "the open pull requests of klaud/auto-a could not be read: Something went wrong",
+                "the open pull requests of klaud/auto-b could not be read: the answer leaves it out"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_answer_without_the_repository_leaves_every_branch_unknown() {
+        let read = read_answer(
+            &answer(json!({"repository": null}), vec![]),
+            &branches(&["klaud/auto-a", "klaud/auto-b"]),
+            "acme/widgets",
+        );
+        assert_eq!(
+            read.gaps,
+            vec![
+                "the open pull requests of 2 branch(es) could not be read: the answer names no repository"
+            ]
+        );
+    }
+}
