@@ -153,6 +153,22 @@ pub fn link_header(
     (!relations.is_empty()).then(|| relations.join(", "))
 }
 
+/// Answers a listing page of `items` with GitHub's `Link` header, rendering only the page's
+/// items (a listing of 10,000 pull requests renders 100, not 10,000, per page).
+pub fn rendered_page_of<T>(
+    api: &str,
+    uri: &axum::http::Uri,
+    items: &[T],
+    render: impl Fn(&T) -> serde_json::Value,
+) -> axum::response::Response {
+    let query = QueryParams::parse(uri.query());
+    let page = Page::from_query(&query);
+    let body =
+        serde_json::Value::Array(page.slice(items, items.len()).iter().map(render).collect());
+    let link = link_header(api, uri.path(), &query, page, items.len());
+    super::errors::paged_response(&body, link)
+}
+
 /// Answers a listing page of `items` with GitHub's `Link` header.
 pub fn page_of(
     api: &str,

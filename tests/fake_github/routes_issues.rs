@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::builder::IssueSpec;
 use super::clock::Timestamp;
 use super::errors::{ApiError, ApiResult, docs, empty_response, json_response, parse_body};
-use super::pagination::{QueryParams, page_of};
+use super::pagination::{QueryParams, page_of, rendered_page_of};
 use super::render;
 use super::routes_pulls::{Params, change_open_state, number_param};
 use super::server::{RequestContext, Shared};
@@ -153,11 +153,12 @@ async fn list_issues(
     if !ascending {
         entries.reverse();
     }
-    let items: Vec<Value> = entries
-        .iter()
-        .filter_map(|(_, number, _, _, _)| issue_answer(&state, *number, &context.api))
-        .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(rendered_page_of(
+        &context.api,
+        &uri,
+        &entries,
+        |(_, number, _, _, _)| issue_answer(&state, *number, &context.api).unwrap_or_default(),
+    ))
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::errors::{ApiError, ApiResult, docs, json_response, parse_body};
-use super::pagination::{QueryParams, page_of};
+use super::pagination::{QueryParams, page_of, rendered_page_of};
 use super::render;
 use super::server::{RequestContext, Shared};
 use super::state::{PullRequest, PullState, RepoState};
@@ -116,11 +116,9 @@ async fn list_pulls(
     if direction == "desc" {
         pulls.reverse();
     }
-    let items: Vec<Value> = pulls
-        .iter()
-        .map(|pull| render::pull_request(&state, pull, &context.api))
-        .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(rendered_page_of(&context.api, &uri, &pulls, |pull| {
+        render::pull_request(&state, pull, &context.api)
+    }))
 }
 
 async fn get_pull(
@@ -280,8 +278,12 @@ async fn create_pull(
         return Err(invalid("base"));
     }
     let full_name = state.full_name();
+    // A fork's pull request may carry the same branch name: only this repository's count.
     if state.pulls.values().any(|pull| {
-        pull.state == PullState::Open && pull.head_ref == branch && pull.base_ref == base
+        pull.state == PullState::Open
+            && pull.head_ref == branch
+            && pull.base_ref == base
+            && pull.head_repo.as_deref() == Some(full_name.as_str())
     }) {
         return Err(ApiError::validation_failed(
             json!({"resource": "PullRequest", "code": "custom",

@@ -401,9 +401,11 @@ impl RepoState {
     }
 
     pub fn pull_by_node_id(&self, node_id: &str) -> Option<u64> {
+        // The node id spells the pull request's id: compare ids, not 50,000 formatted strings.
+        let id = node_id.strip_prefix("PR_kwDO")?.parse::<u64>().ok()?;
         self.pulls
             .values()
-            .find(|pull| super::render::pull_node_id(pull.id) == node_id)
+            .find(|pull| pull.id == id && super::render::pull_node_id(pull.id) == node_id)
             .map(|pull| pull.number)
     }
 
