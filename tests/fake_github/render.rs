@@ -258,7 +258,16 @@ pub fn issue_labels(state: &RepoState, labels: &[String], api: &str) -> Vec<Valu
         .collect()
 }
 
-fn branch_end(state: &RepoState, repo: Option<&str>, branch: &str, sha: &str, api: &str) -> Value {
+/// A pull request's head or base; `this_repository` is this repository's object, rendered once
+/// by the caller (it counts the open issues, a pass over every pull request).
+fn branch_end(
+    state: &RepoState,
+    repo: Option<&str>,
+    branch: &str,
+    sha: &str,
+    api: &str,
+    this_repository: &Value,
+) -> Value {
     let owner = repo
         .and_then(|full_name| full_name.split_once('/'))
         .map(|(owner, _)| owner)
@@ -268,12 +277,27 @@ fn branch_end(state: &RepoState, repo: Option<&str>, branch: &str, sha: &str, ap
         "ref": branch,
         "sha": sha,
         "user": user(owner, api),
-        "repo": repo.map(|full_name| repository_named(state, full_name, api)).unwrap_or(Value::Null),
+        "repo": match repo {
+            Some(full_name) if full_name == state.full_name() => this_repository.clone(),
+            Some(full_name) => repository_named(state, full_name, api),
+            None => Value::Null,
+        },
     })
 }
 
 /// A pull request as listings show it (`pull-request-simple`).
 pub fn pull_request(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
+    pull_request_beside(state, pull, api, &repository(state, api))
+}
+
+/// [`pull_request`] with this repository's object rendered once by the caller, as a listing of
+/// many pull requests does.
+pub fn pull_request_beside(
+    state: &RepoState,
+    pull: &PullRequest,
+    api: &str,
+    this_repository: &Value,
+) -> Value {
     let full_name = state.full_name();
     let number = pull.number;
     let base_sha = state.branch_sha(&pull.base_ref).unwrap_or_default();
@@ -313,8 +337,8 @@ pub fn pull_request(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         "requested_teams": [],
         "milestone": Value::Null,
         "draft": pull.draft,
-        "head": branch_end(state, pull.head_repo.as_deref(), &pull.head_ref, &pull.head_sha, api),
-        "base": branch_end(state, Some(&full_name), &pull.base_ref, base_sha, api),
+        "head": branch_end(state, pull.head_repo.as_deref(), &pull.head_ref, &pull.head_sha, api, this_repository),
+        "base": branch_end(state, Some(&full_name), &pull.base_ref, base_sha, api, this_repository),
         "_links": {
             "self": link(&url),
             "html": link(&html_url),

@@ -116,8 +116,9 @@ async fn list_pulls(
     if direction == "desc" {
         pulls.reverse();
     }
+    let this_repository = render::repository(&state, &context.api);
     Ok(rendered_page_of(&context.api, &uri, &pulls, |pull| {
-        render::pull_request(&state, pull, &context.api)
+        render::pull_request_beside(&state, pull, &context.api, &this_repository)
     }))
 }
 
