@@ -25,6 +25,8 @@ mod act_support;
 
 use std::ffi::OsStr;
 use std::fs;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use act_support::{Act, ActRun, Prebuilt, Scratch, host_target, manifest_directory, tool};
@@ -32,6 +34,33 @@ use act_support::{Act, ActRun, Prebuilt, Scratch, host_target, manifest_director
 const WORKFLOW: &str = ".github/workflows/action-e2e.yml";
 /// Longest an act run may take; the source build of a cold target directory is the slow case.
 const ACT_DEADLINE: Duration = Duration::from_secs(40 * 60);
+
+/// The target directory of the tests that let the action build from source, kept across runs so
+/// that the release build stays incremental, and held by one test at a time (see [`source_build`]).
+struct SourceBuild {
+    directory: PathBuf,
+    _turn: MutexGuard<'static, ()>,
+}
+
+static SOURCE_BUILD_TURN: Mutex<()> = Mutex::new(());
+
+/// Waits for the shared release target directory. Every test that builds from source uses the
+/// same one, so the dependencies are compiled once: only the klaud crate differs between their
+/// scratch copies. Cargo names the klaud crate's artifacts by its path relative to the
+/// workspace, the same in every copy, and judges them fresh by comparing modification times, so
+/// a scratch copy made before another copy's build would be taken as already built. Each test
+/// therefore takes its turn before it makes its scratch copy and keeps it until it ends: its
+/// sources are newer than anything built before, and no other build replaces
+/// `release/klaud` while its jobs run it.
+fn source_build() -> SourceBuild {
+    SourceBuild {
+        directory: manifest_directory().join("target/e2e-release-build"),
+        // A test that failed while it held the turn leaves the directory as usable as ever.
+        _turn: SOURCE_BUILD_TURN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    }
+}
 
 #[test]
 #[ignore = "end-to-end: runs act; run with --ignored"]
@@ -65,13 +94,12 @@ fn the_action_retries_a_flaky_install_and_fails_on_a_wrong_version() {
 #[test]
 #[ignore = "end-to-end: runs act; run with --ignored"]
 fn a_prebuilt_binary_with_a_wrong_checksum_is_rebuilt_from_source() {
+    let build = source_build();
     let scratch = Scratch::new(Prebuilt::WrongChecksum);
-    // A persistent target directory keeps the release build incremental across runs.
-    let target_directory = manifest_directory().join("target/e2e-source-build");
     let run = act(
         &scratch,
         "install-flaky-cli",
-        &[("CARGO_TARGET_DIR", target_directory.as_os_str())],
+        &[("CARGO_TARGET_DIR", build.directory.as_os_str())],
     );
     run.assert_job_succeeded();
     let target = host_target();
@@ -80,6 +108,9 @@ fn a_prebuilt_binary_with_a_wrong_checksum_is_rebuilt_from_source() {
          in dist/SHA256SUMS"
     ));
     run.assert_log_contains(&format!("klaud: built klaud {}", env!("CARGO_PKG_VERSION")));
+    // The action checks what it built against the checkout's source fingerprint: a build of
+    // other sources left in the shared target directory would be refused here.
+    run.assert_log_lacks("not saving the build in the cache");
     run.assert_log_contains("binary-source=source cli-version=1.2.3 attempts=2");
     run.assert_log_lacks("klaud: using the prebuilt");
 }
@@ -107,13 +138,12 @@ fn the_action_runs_the_committed_dist_binary_or_rebuilds_when_sources_moved_on()
     }
     let built_from = source_fingerprint_of(&binary);
     let sources = env!("KLAUD_SOURCE_FINGERPRINT");
+    let build = source_build();
     let scratch = Scratch::new(Prebuilt::Dist);
-    // Shared with the wrong-checksum test: a rebuild stays incremental.
-    let target_directory = manifest_directory().join("target/e2e-source-build");
     let run = act(
         &scratch,
         "install-flaky-cli",
-        &[("CARGO_TARGET_DIR", target_directory.as_os_str())],
+        &[("CARGO_TARGET_DIR", build.directory.as_os_str())],
     );
     run.assert_job_succeeded();
     if built_from.as_deref() == Some(sources) {
@@ -155,16 +185,15 @@ fn the_action_runs_the_committed_dist_binary_or_rebuilds_when_sources_moved_on()
 #[test]
 #[ignore = "end-to-end: runs act; run with --ignored"]
 fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
+    let build = source_build();
     let scratch = Scratch::new(Prebuilt::Matching);
     scratch.move_sources();
     let cache = scratch.home().join("act-cache-server");
-    // Kept across runs, so the release build stays incremental, and this test's own: the other
-    // source-build tests run at the same time and build other sources into theirs.
-    // KLAUD_E2E_COLD_BUILD gives the first job an empty one, as on a fresh runner.
+    // KLAUD_E2E_COLD_BUILD gives the first job an empty target directory, as on a fresh runner.
     let target_directory = if std::env::var_os("KLAUD_E2E_COLD_BUILD").is_some() {
         scratch.home().join("cargo-target")
     } else {
-        manifest_directory().join("target/e2e-cache-build")
+        build.directory.clone()
     };
     // Each job its own run, as GitHub numbers them: a save key is never written twice.
     let cached = |run_id: u32, label: &str| {
@@ -212,6 +241,7 @@ fn a_source_build_is_kept_in_the_cache_and_restored_by_the_next_job() {
     third.assert_log_contains("klaud: discarding the cache entry ");
     third.assert_log_contains("the cached binary was built from other sources");
     third.assert_log_contains(&format!("klaud: built klaud {version}"));
+    third.assert_log_contains("klaud: keeping the build in the cache as ");
     third.assert_log_contains("binary-source=source cli-version=1.2.3");
     let fourth = cached(104, "fourth job (restores the rebuilt entry)");
     fourth.assert_job_succeeded();
