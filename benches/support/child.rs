@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 /// The argument that makes the benchmark program the intermediary measuring one child.
 const MEASURE_CHILD: &str = "--measure-child";
+/// The same, followed by the file the child reads as its standard input.
+const MEASURE_CHILD_WITH_STDIN: &str = "--measure-child-stdin";
 
 /// What one run of the child cost.
 pub struct ChildCost {
@@ -31,6 +33,16 @@ pub struct ChildCost {
 pub fn intermediary(program: &Path) -> Command {
     let mut command = Command::new(std::env::current_exe().expect("the bench program"));
     command.arg(MEASURE_CHILD).arg(program);
+    command
+}
+
+/// As [`intermediary`], with the child's standard input read from `stdin` (a hook's input).
+pub fn intermediary_with_stdin(program: &Path, stdin: &Path) -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("the bench program"));
+    command
+        .arg(MEASURE_CHILD_WITH_STDIN)
+        .arg(stdin)
+        .arg(program);
     command
 }
 
@@ -58,13 +70,19 @@ pub fn measure(command: &mut Command) -> ChildCost {
 /// `<exit code> <wall seconds> <peak RSS in KiB>` and returns true (`main` then returns).
 pub fn serve_as_intermediary() -> bool {
     let arguments: Vec<String> = std::env::args().collect();
-    if arguments.get(1).map(String::as_str) != Some(MEASURE_CHILD) {
-        return false;
-    }
+    let (stdin, child_arguments) = match arguments.get(1).map(String::as_str) {
+        Some(MEASURE_CHILD) => (Stdio::null(), &arguments[2..]),
+        Some(MEASURE_CHILD_WITH_STDIN) => (
+            Stdio::from(std::fs::File::open(&arguments[2]).expect("the child's input")),
+            &arguments[3..],
+        ),
+        _ => return false,
+    };
     let started = Instant::now();
     #[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak RSS
-    let child = Command::new(&arguments[2])
-        .args(&arguments[3..])
+    let child = Command::new(&child_arguments[0])
+        .args(&child_arguments[1..])
+        .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
