@@ -96,7 +96,7 @@ impl GitHubClient {
                 )),
             }
         }
-        pulls.sort_by(|a: &PullRequest, b| b.number.cmp(&a.number));
+        pulls.sort_by_key(|pull: &PullRequest| std::cmp::Reverse(pull.number));
         match gaps.is_empty() {
             true => Listed::complete(pulls),
             false => Listed::incomplete(pulls, gaps.join("; ")),
