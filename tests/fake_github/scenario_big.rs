@@ -49,25 +49,53 @@ pub const FORK_PULLS_UNDER_KLAUD_PREFIX: [(&str, bool); 8] = [
     ("tuning", false),
 ];
 
-/// The other workflows: file, name, runs over 30 days, duration range in minutes, jobs.
-pub const OTHER_WORKFLOWS: [(&str, &str, usize, (u64, u64), &[&str]); 5] = [
-    (
-        "ci.yml",
-        "CI",
-        45_000,
-        (4, 30),
-        &["build", "test", "integration"],
-    ),
-    ("lint.yml", "Lint", 25_000, (1, 4), &["lint"]),
-    ("docs.yml", "Docs", 15_000, (2, 8), &["docs"]),
-    ("codeql.yml", "CodeQL", 14_970, (8, 25), &["analyze"]),
-    (
-        "nightly.yml",
-        "Nightly",
-        30,
-        (120, 240),
-        &["nightly build", "nightly test"],
-    ),
+/// A workflow of people's: its file and name, its runs over 30 days, the shortest and longest
+/// of them in minutes, and its jobs.
+pub struct OtherWorkflow {
+    pub file: &'static str,
+    pub name: &'static str,
+    pub runs: usize,
+    pub minutes: (u64, u64),
+    pub jobs: &'static [&'static str],
+}
+
+/// The other workflows.
+pub const OTHER_WORKFLOWS: [OtherWorkflow; 5] = [
+    OtherWorkflow {
+        file: "ci.yml",
+        name: "CI",
+        runs: 45_000,
+        minutes: (4, 30),
+        jobs: &["build", "test", "integration"],
+    },
+    OtherWorkflow {
+        file: "lint.yml",
+        name: "Lint",
+        runs: 25_000,
+        minutes: (1, 4),
+        jobs: &["lint"],
+    },
+    OtherWorkflow {
+        file: "docs.yml",
+        name: "Docs",
+        runs: 15_000,
+        minutes: (2, 8),
+        jobs: &["docs"],
+    },
+    OtherWorkflow {
+        file: "codeql.yml",
+        name: "CodeQL",
+        runs: 14_970,
+        minutes: (8, 25),
+        jobs: &["analyze"],
+    },
+    OtherWorkflow {
+        file: "nightly.yml",
+        name: "Nightly",
+        runs: 30,
+        minutes: (120, 240),
+        jobs: &["nightly build", "nightly test"],
+    },
 ];
 
 const CONTRIBUTORS: usize = 30;
@@ -80,7 +108,7 @@ const TOPIC_LABELS: [&str; 6] = [
     "wip",
 ];
 /// Keeps the additions' randomness apart from the standard scenario's stream.
-const STREAM: u64 = 0xB16_5CA1E_0000_0001;
+const STREAM: u64 = 0xB165_CA1E_0000_0001;
 
 /// The 40 people who open pull requests: the standard scenario's ten and 30 more.
 pub fn people() -> Vec<String> {
@@ -229,7 +257,7 @@ const PULL_TITLES: [&str; 6] = [
 const FORK_BRANCH_STEMS: [&str; 6] = ["patch", "fix", "feature/perf", "main", "docs/typo", "wip"];
 
 fn fork_branch_stem(random: &mut SplitMix64) -> &'static str {
-    *random.pick(&FORK_BRANCH_STEMS)
+    FORK_BRANCH_STEMS[random.range(0, FORK_BRANCH_STEMS.len() as u64 - 1) as usize]
 }
 
 fn people_commit(author: &str, branch: &str, number: i64, at: Timestamp) -> CommitSpec {
@@ -288,7 +316,14 @@ fn add_other_runs(
     let main_sha = state.branch_sha("main").unwrap_or_default().to_string();
     let start = now.minus(30 * DAY);
     let mut planned: Vec<RunSpec> = Vec::with_capacity(100_000);
-    for (file, name, count, (shortest, longest), jobs) in OTHER_WORKFLOWS {
+    for OtherWorkflow {
+        file,
+        name,
+        runs: count,
+        minutes: (shortest, longest),
+        jobs,
+    } in OTHER_WORKFLOWS
+    {
         let id = state.ensure_workflow(file);
         if let Some(workflow) = state.workflows.get_mut(&id) {
             workflow.name = name.to_string();
