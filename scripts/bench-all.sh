@@ -63,6 +63,7 @@ cargo bench --locked --bench dashboard | tee "$out/dashboard.txt"
 cargo bench --locked --bench verify_baselines | tee "$out/verify_baselines.txt"
 cargo bench --locked --bench discover | tee "$out/discover.txt"
 cargo bench --locked --bench scale | tee "$out/scale.txt"
+cargo bench --locked --bench day | tee "$out/day.txt"
 
 # recover.txt ends with the standalone figures: the real `klaud recover` as a child process, its
 # own peak RSS (wait4), requests and wall time at 0 and 100 ms.
