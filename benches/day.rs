@@ -53,10 +53,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use chrono::{SecondsFormat, TimeZone, Utc};
 use serde_json::{Value, json};
 
 use discovery_support::{Checkout, Feed, derived_catalog, serve};
+use fake_github::render;
 use fake_github::scenario::{
     self, BOT, BOT_TOKEN, CANDIDATE_WORKFLOW, MAINTAINERS, PLANNER_WORKFLOW, SMOKE_WORKFLOW,
     SWEEP_WORKFLOW, ScenarioSession, SessionState,
@@ -753,7 +753,9 @@ impl Day {
     fn run_ends(&mut self, minute: u32, run: u64, conclusion: &str) {
         self.end_run(run, conclusion);
         self.tally.wakes += 1;
-        let event = ended_run_event(self.server(), run);
+        let event = self
+            .server()
+            .with_state(|state| render::workflow_run_completed_event(state, run));
         let wake = self.runner.run(
             minute,
             Step {
@@ -864,40 +866,6 @@ fn review_of(candidates: &[Value], prepare: &Ran) -> Value {
         })
         .collect();
     json!({ "decisions": decisions })
-}
-
-/// The `workflow_run` event GitHub sends when run `id` ended, built from the fake's record.
-fn ended_run_event(server: &FakeGitHubHandle, id: u64) -> Value {
-    server.with_state(|state| {
-        let run = &state.runs[&id];
-        let path = state.workflows[&run.workflow_id].path.clone();
-        let ended = Utc
-            .timestamp_opt(run.updated_at.0, 0)
-            .single()
-            .expect("a valid time")
-            .to_rfc3339_opts(SecondsFormat::Secs, true);
-        json!({
-            "action": "completed",
-            "workflow_run": {
-                "id": run.id,
-                "name": run.name,
-                "path": path,
-                "head_branch": run.head_branch,
-                "head_sha": run.head_sha,
-                "event": run.event,
-                "status": run.status,
-                "conclusion": run.conclusion,
-                "actor": {"login": run.actor},
-                "triggering_actor": {"login": run.triggering_actor},
-                "updated_at": ended,
-                "repository": {"full_name": "acme/bench"},
-                "head_repository": {"full_name": "acme/bench"},
-            },
-            "workflow": {"path": path},
-            "repository": {"full_name": "acme/bench", "default_branch": "main"},
-            "sender": {"login": run.actor},
-        })
-    })
 }
 
 /// The repository's `.github/klaud.yml`: the bot and the feeds discover and verify-baselines

@@ -22,7 +22,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chrono::{SecondsFormat, TimeZone, Utc};
 use klaud::core::discovery::identity::candidate_id;
 use klaud::core::discovery::observation::normalise_image;
 use klaud::core::ledger::{Ledger, SessionState};
@@ -30,6 +29,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::fake_github::clock::HOUR;
+use super::fake_github::render;
 use super::fake_github::{
     CommitSpec, FakeGitHubHandle, JobSpec, PullRequestSpec, PullState, RunSpec,
 };
@@ -1092,7 +1092,12 @@ pub fn run_wave(echo: bool) -> Wave {
     ));
     let from = log_position(&server);
     let wake_step = step(&configuration, 9_000_001);
-    wake_step.write("event.json", &ended_run_event(&server, smoke).to_string());
+    wake_step.write(
+        "event.json",
+        &server
+            .with_state(|state| render::workflow_run_completed_event(state, smoke))
+            .to_string(),
+    );
     run(&server, &wake_step, "wake", &[]);
     let wake = wake_step.result_file("wake.json");
     let wake_dispatched = wake_step.output("dispatched") == "true";
@@ -1161,38 +1166,4 @@ pub fn run_wave(echo: bool) -> Wave {
         last_recover,
         lines: account.lines,
     }
-}
-
-/// The `workflow_run` event GitHub sends when run `id` ended, built from the fake's record.
-fn ended_run_event(server: &FakeGitHubHandle, id: u64) -> Value {
-    server.with_state(|state| {
-        let run = &state.runs[&id];
-        let path = state.workflows[&run.workflow_id].path.clone();
-        let ended = Utc
-            .timestamp_opt(run.updated_at.0, 0)
-            .single()
-            .expect("a valid time")
-            .to_rfc3339_opts(SecondsFormat::Secs, true);
-        json!({
-            "action": "completed",
-            "workflow_run": {
-                "id": run.id,
-                "name": run.name,
-                "path": path,
-                "head_branch": run.head_branch,
-                "head_sha": run.head_sha,
-                "event": run.event,
-                "status": run.status,
-                "conclusion": run.conclusion,
-                "actor": {"login": run.actor},
-                "triggering_actor": {"login": run.triggering_actor},
-                "updated_at": ended,
-                "repository": {"full_name": REPOSITORY},
-                "head_repository": {"full_name": REPOSITORY},
-            },
-            "workflow": {"path": path},
-            "repository": {"full_name": REPOSITORY, "default_branch": "main"},
-            "sender": {"login": run.actor},
-        })
-    })
 }

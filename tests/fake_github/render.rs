@@ -761,3 +761,32 @@ pub fn job(state: &RepoState, job: &Job, api: &str) -> Value {
         "runner_group_name": job.runner_name.as_ref().map(|_| "GitHub Actions"),
     })
 }
+
+/// The `workflow_run` event GitHub delivers when run `id` ended (`completed`), from the fake's
+/// record of the run and its workflow.
+pub fn workflow_run_completed_event(state: &RepoState, id: u64) -> Value {
+    let run = &state.runs[&id];
+    let path = state.workflows[&run.workflow_id].path.clone();
+    let full_name = state.full_name();
+    json!({
+        "action": "completed",
+        "workflow_run": {
+            "id": run.id,
+            "name": run.name,
+            "path": path,
+            "head_branch": run.head_branch,
+            "head_sha": run.head_sha,
+            "event": run.event,
+            "status": run.status,
+            "conclusion": run.conclusion,
+            "actor": {"login": run.actor},
+            "triggering_actor": {"login": run.triggering_actor},
+            "updated_at": run.updated_at,
+            "repository": {"full_name": full_name},
+            "head_repository": {"full_name": full_name},
+        },
+        "workflow": {"path": path},
+        "repository": {"full_name": full_name, "default_branch": state.default_branch},
+        "sender": {"login": run.actor},
+    })
+}
