@@ -132,14 +132,21 @@ pub fn detail_queries(repository: &str, batch: &DetailBatch) -> Vec<(String, Val
         .collect()
 }
 
-/// The query text and variables for `objects`, aliased `o0`, `o1`, …; every value travels as a
-/// variable, never inside the query text.
-fn detail_query(repository: &str, objects: &[Asked]) -> (String, Value) {
+/// The variables `$owner` and `$name` of `repository` (`owner/name`) with their declarations,
+/// which every batched query starts from.
+pub(super) fn repository_variables(repository: &str) -> (Map<String, Value>, Vec<String>) {
     let (owner, name) = repository.split_once('/').unwrap_or((repository, ""));
     let mut variables = Map::new();
     variables.insert("owner".into(), json!(owner));
     variables.insert("name".into(), json!(name));
-    let mut declarations = vec!["$owner: String!".to_string(), "$name: String!".to_string()];
+    let declarations = vec!["$owner: String!".to_string(), "$name: String!".to_string()];
+    (variables, declarations)
+}
+
+/// The query text and variables for `objects`, aliased `o0`, `o1`, …; every value travels as a
+/// variable, never inside the query text.
+fn detail_query(repository: &str, objects: &[Asked]) -> (String, Value) {
+    let (mut variables, mut declarations) = repository_variables(repository);
     let mut fields = Vec::new();
     for (index, object) in objects.iter().enumerate() {
         let alias = format!("o{index}");

@@ -16,10 +16,10 @@
 //! pull requests than one query reads ([`OPEN_PULL_REQUESTS_PER_BRANCH`]).
 
 use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::GitHubClient;
-use super::batch::{PULL_REQUEST_FRAGMENT, pull_request_and_issue};
+use super::batch::{PULL_REQUEST_FRAGMENT, pull_request_and_issue, repository_variables};
 use super::graphql::GraphQlAnswer;
 use super::models::PullRequest;
 use crate::core::snapshot::Listed;
@@ -117,11 +117,7 @@ impl GitHubClient {
 /// The query text and variables asking for the open pull requests of `branches`, aliased `b0`,
 /// `b1`, …; every branch name travels as a variable, never inside the query text.
 pub fn open_pull_requests_query(repository: &str, branches: &[String]) -> (String, Value) {
-    let (owner, name) = repository.split_once('/').unwrap_or((repository, ""));
-    let mut variables = Map::new();
-    variables.insert("owner".into(), json!(owner));
-    variables.insert("name".into(), json!(name));
-    let mut declarations = vec!["$owner: String!".to_string(), "$name: String!".to_string()];
+    let (mut variables, mut declarations) = repository_variables(repository);
     let mut fields = Vec::new();
     for (index, branch) in branches.iter().enumerate() {
         let alias = format!("b{index}");
