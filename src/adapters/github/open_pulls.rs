@@ -34,13 +34,19 @@ pub const OPEN_PULL_REQUESTS_PER_BRANCH: usize = 10;
 const QUERY_CONCURRENCY: usize = 4;
 
 impl GitHubClient {
-    /// The branches under each of `prefixes` (names without `refs/heads/`, sorted, each once);
-    /// incomplete when a prefix's listing failed.
+    /// The branches under each of `prefixes`, listed at once (names without `refs/heads/`, sorted,
+    /// each once); incomplete when a prefix's listing failed.
     pub async fn branches_under(&self, prefixes: &[&str]) -> Listed<String> {
+        let listings = futures::future::join_all(
+            prefixes
+                .iter()
+                .map(|prefix| self.branches_starting_with(prefix)),
+        )
+        .await;
         let mut names = Vec::new();
         let mut gaps = Vec::new();
-        for prefix in prefixes {
-            match self.branches_starting_with(prefix).await {
+        for (prefix, listing) in prefixes.iter().zip(listings) {
+            match listing {
                 Ok(references) => names.extend(references.into_iter().map(|reference| {
                     reference
                         .name
