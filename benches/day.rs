@@ -598,7 +598,6 @@ impl Day {
     /// `POST /repos/{owner}/{repo}/pulls` with the bot's token, as the agent's
     /// `gh pr create --draft`.
     fn open_draft(&self, candidate: &str, branch: &str) -> u64 {
-        let url = format!("{}/repos/acme/bench/pulls", self.server().base_url());
         let body = json!({
             "title": format!("klaud: tune {candidate}"),
             "head": branch,
@@ -606,19 +605,13 @@ impl Day {
             "draft": true,
             "body": format!("Candidate `{candidate}`."),
         });
-        let answer: Value = self.agent.block_on(async {
-            let response = fake_github::http_client()
-                .post(url)
-                .bearer_auth(BOT_TOKEN)
-                .header("user-agent", "agent")
-                .json(&body)
-                .send()
-                .await
-                .expect("the fake GitHub answers");
-            assert_eq!(response.status().as_u16(), 201, "the draft is opened");
-            response.json().await.expect("a pull request")
-        });
-        answer["number"].as_u64().expect("a pull request number")
+        self.agent
+            .block_on(fake_github::create_pull_request_through_rest(
+                self.server(),
+                "acme/bench",
+                BOT_TOKEN,
+                &body,
+            ))
     }
 
     /// A run the agent starts on its branch (in progress).

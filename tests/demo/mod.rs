@@ -673,7 +673,6 @@ fn open_draft(server: &FakeGitHubHandle, candidate: &str, key: &str) -> u64 {
         .enable_all()
         .build()
         .expect("a runtime for the agent's request");
-    let url = format!("{}/repos/{REPOSITORY}/pulls", server.base_url());
     let body = json!({
         "title": format!("klaud: tune {key}"),
         "head": branch(candidate),
@@ -681,19 +680,9 @@ fn open_draft(server: &FakeGitHubHandle, candidate: &str, key: &str) -> u64 {
         "draft": true,
         "body": format!("Candidate `{candidate}` of `{key}`."),
     });
-    let answer: Value = runtime.block_on(async {
-        let response = super::fake_github::http_client()
-            .post(url)
-            .bearer_auth(BOT_TOKEN)
-            .header("user-agent", "agent")
-            .json(&body)
-            .send()
-            .await
-            .expect("the fake GitHub answers");
-        assert_eq!(response.status().as_u16(), 201, "the draft is opened");
-        response.json().await.expect("a pull request")
-    });
-    answer["number"].as_u64().expect("a pull request number")
+    runtime.block_on(super::fake_github::create_pull_request_through_rest(
+        server, REPOSITORY, BOT_TOKEN, &body,
+    ))
 }
 
 fn ledger(server: &FakeGitHubHandle) -> Ledger {

@@ -52,3 +52,28 @@ pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
+
+/// `POST /repos/{owner}/{repo}/pulls` of `body` with `token`, as a client such as `gh pr create`
+/// sends it; the pull request's number. Panics unless the fake answers 201.
+pub async fn create_pull_request_through_rest(
+    server: &FakeGitHubHandle,
+    repository: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> u64 {
+    let response = http_client()
+        .post(format!("{}/repos/{repository}/pulls", server.base_url()))
+        .bearer_auth(token)
+        .header("user-agent", "agent")
+        .json(body)
+        .send()
+        .await
+        .expect("the fake GitHub answers");
+    assert_eq!(
+        response.status().as_u16(),
+        201,
+        "the pull request is opened"
+    );
+    let answer: serde_json::Value = response.json().await.expect("a pull request");
+    answer["number"].as_u64().expect("a pull request number")
+}
