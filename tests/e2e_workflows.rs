@@ -40,11 +40,11 @@
 //!   producer entrypoint, and the public feeds (the image catalog, benchmarks, workflow-info)
 //!   are a loopback server the test starts (`e2e_workflows_support/discovery.rs`), naming the
 //!   stand-in's commit as the producer head of the published rows, so `verify-baselines`
-//!   resolves the discovered candidates' baselines and verifies them against it.
-//!
-//! npm is the real one: each job's `install-cli` installs the pinned CLI from the npm registry
-//! (the only network these tests use), with npm's cache shared under the target directory and
-//! `prefer-offline`, so after the first install npm answers from that cache (a few seconds).
+//!   resolves the discovered candidates' baselines and verifies them against it;
+//! - npm, for each job's `install-cli`, by `fixtures/e2e-workflows/npm-installed-cli`
+//!   (`KLAUD_NPM`), which copies the pinned CLI the test process installed once from the npm
+//!   registry (`agent_support/`, before any act run), so no job reaches the network; the real
+//!   install through action.yml is `tests/e2e_action.rs`'s.
 //!
 //! The test plays GitHub's runners too: a sweep dispatched on the fake ends with success while a
 //! workflow runs; smoke runs stay queued until someone cancels them. After each act run every
@@ -86,9 +86,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use act_support::{Act, ActRun, Prebuilt, Scratch, manifest_directory};
-use agent_support::{
-    ModelRequest, ModelServer, TRACKING_VARIABLE, install_directory, kill_tracked,
-};
+use agent_support::{ModelRequest, ModelServer, TRACKING_VARIABLE, agent_cli, kill_tracked};
 use chrono::Utc;
 use fake_github::clock::MINUTE;
 use fake_github::{FakeGitHubHandle, JobSpec, PullState, RepoState, RunSpec};
@@ -1019,10 +1017,12 @@ impl ScratchRepository {
             std::process::id(),
             RUNS.fetch_add(1, Ordering::Relaxed)
         );
-        let npm_cache = install_directory()
-            .parent()
-            .expect("<target>/agent-cli")
-            .join("npm-cache");
+        // The npm prefix of the CLI installed once from the registry: <prefix>/node_modules/.bin/claude.
+        let installed_cli = agent_cli()
+            .ancestors()
+            .nth(3)
+            .expect("<prefix>/node_modules/.bin/claude")
+            .to_path_buf();
         // A repository variable, like KLAUD_ENABLED: every workflow of the repository sees it.
         if let Some(file) = self.candidates_file {
             act = act.flag("--var", format!("KLAUD_CANDIDATES_FILE={file}"));
@@ -1030,8 +1030,11 @@ impl ScratchRepository {
         let act = act
             .process_env("KLAUD_E2E_ARTIFACTS", self.artifacts.path())
             .process_env(TRACKING_VARIABLE, &tracking)
-            .process_env("npm_config_cache", &npm_cache)
-            .process_env("npm_config_prefer_offline", "true");
+            .process_env(
+                "KLAUD_NPM",
+                manifest_directory().join("tests/fixtures/e2e-workflows/npm-installed-cli"),
+            )
+            .process_env("KLAUD_E2E_INSTALLED_CLI", installed_cli);
         let run = self.scratch.run_act(&act);
         let stragglers = kill_tracked(&tracking);
         if !stragglers.is_empty() {

@@ -308,7 +308,8 @@ impl Scratch {
         let seconds = started.elapsed().as_secs_f64();
         let log = fs::read_to_string(&log_path).expect("read the act log");
         let label = act.label();
-        eprintln!("{label}: {seconds:.1} s");
+        let kept_log = keep_log(&label, &log);
+        eprintln!("{label}: {seconds:.1} s (log: {})", kept_log.display());
         ActRun {
             label,
             status: status.map(|status| status.to_string()),
@@ -316,6 +317,7 @@ impl Scratch {
             deadline: act.deadline,
             seconds,
             log,
+            kept_log,
         }
     }
 }
@@ -329,6 +331,8 @@ pub struct ActRun {
     deadline: Duration,
     pub seconds: f64,
     pub log: String,
+    /// A copy of the log that outlives the scratch directory (see [`keep_log`]).
+    pub kept_log: PathBuf,
 }
 
 impl ActRun {
@@ -341,9 +345,9 @@ impl ActRun {
         // act skips a job whose runs-on it cannot map and exits 0: exit 0 alone proves nothing.
         assert!(
             self.succeeded && self.log.contains("Job succeeded"),
-            "{} did not succeed ({status}); its log:\n{}",
+            "{} did not succeed ({status}); {}",
             self.label,
-            self.log
+            self.excerpt()
         );
     }
 
@@ -352,32 +356,107 @@ impl ActRun {
     pub fn assert_job_failed(&self) {
         assert!(
             self.status.is_some() && !self.succeeded && self.log.contains("Job failed"),
-            "{} did not end with a failed job ({}); its log:\n{}",
+            "{} did not end with a failed job ({}); {}",
             self.label,
             self.status
                 .clone()
                 .unwrap_or_else(|| format!("killed after {} s", self.deadline.as_secs())),
-            self.log
+            self.excerpt()
         );
     }
 
     pub fn assert_log_contains(&self, text: &str) {
         assert!(
             self.log.contains(text),
-            "the log of {} lacks {text:?}; the log:\n{}",
+            "the log of {} lacks {text:?}; {}",
             self.label,
-            self.log
+            self.excerpt()
         );
     }
 
     pub fn assert_log_lacks(&self, text: &str) {
         assert!(
             !self.log.contains(text),
-            "the log of {} contains {text:?}; the log:\n{}",
+            "the log of {} contains {text:?}; {}",
             self.label,
-            self.log
+            self.excerpt()
         );
     }
+
+    /// What a failure message shows of the log: where the whole log is kept, the steps that
+    /// started and never ended (where a killed run hung), and the log's last lines (a failure
+    /// is at the end; the head is the same in every run).
+    fn excerpt(&self) -> String {
+        let unfinished = unfinished_steps(&self.log);
+        let lines: Vec<&str> = self.log.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(EXCERPT_LINES)..];
+        format!(
+            "the whole log is {}; steps started and not ended: {unfinished:?}; its last {} of {} \
+             lines:\n{}",
+            self.kept_log.display(),
+            tail.len(),
+            lines.len(),
+            tail.join("\n")
+        )
+    }
+}
+
+/// How many of the log's last lines a failure message shows.
+const EXCERPT_LINES: usize = 150;
+
+/// The steps act's log shows starting (`[job] ⭐ Run <step>`) and not ending with a success or a
+/// failure line of the same job and step.
+fn unfinished_steps(log: &str) -> Vec<String> {
+    let mut open: Vec<String> = Vec::new();
+    for line in log.lines() {
+        let Some((job, rest)) = line
+            .strip_prefix('[')
+            .and_then(|line| line.split_once("] "))
+        else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if let Some(step) = rest.strip_prefix("⭐ Run ") {
+            open.push(format!("[{job}] {step}"));
+        } else if let Some(step) = ["✅  Success - ", "❌  Failure - "]
+            .iter()
+            .find_map(|prefix| rest.strip_prefix(prefix))
+        {
+            // act appends the step's duration in brackets.
+            let step = step.rsplit_once(" [").map_or(step, |(step, _)| step);
+            let name = format!("[{job}] {step}");
+            if let Some(index) = open.iter().position(|started| *started == name) {
+                open.remove(index);
+            }
+        }
+    }
+    open
+}
+
+/// Copies an act log to `<target>/tmp/act-logs/`, named by the run's label, the test process and
+/// a counter, so a failed run's whole log can be read after the scratch directory is gone.
+fn keep_log(label: &str, log: &str) -> PathBuf {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let directory = Path::new(env!("CARGO_TARGET_TMPDIR")).join("act-logs");
+    let name: String = label
+        .chars()
+        .map(|character| {
+            if character.is_ascii_alphanumeric() {
+                character
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let path = directory.join(format!(
+        "{name}-{}-{}.log",
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    if let Err(error) = fs::create_dir_all(&directory).and_then(|()| fs::write(&path, log)) {
+        eprintln!("could not keep the act log at {}: {error}", path.display());
+    }
+    path
 }
 
 /// `actions/cache@<commit>`, the repository and commit action.yml's cache steps pin.
@@ -536,4 +615,19 @@ fn kill_process_group(leader: u32) {
     unsafe {
         libc::kill(-group, libc::SIGKILL);
     }
+}
+
+#[test]
+fn a_step_act_started_and_never_ended_is_named() {
+    let log = "\
+[plan/Recover] ⭐ Run Main Check out
+[plan/Recover]   ✅  Success - Main Check out [624.8ms]
+[plan/Recover] ⭐ Run Main Run klaud
+[plan/Review] ⭐ Run Main Install the CLI
+[plan/Recover]   ❌  Failure - Main Run klaud [1.2s]
+";
+    assert_eq!(
+        unfinished_steps(log),
+        vec!["[plan/Review] Main Install the CLI".to_string()]
+    );
 }
