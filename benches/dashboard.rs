@@ -10,8 +10,7 @@
 
 #[path = "../tests/dashboard_support/mod.rs"]
 mod dashboard_support;
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "../tests/recover_support/mod.rs"]
 mod recover_support;
 

@@ -38,8 +38,7 @@
 
 #[path = "../tests/discovery_support/mod.rs"]
 mod discovery_support;
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "day/report.rs"]
 mod report;
 #[path = "../tests/step_support/mod.rs"]

@@ -15,8 +15,7 @@
 
 #[path = "../tests/discovery_support/mod.rs"]
 mod discovery_support;
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "../tests/recover_support/mod.rs"]
 mod recover_support;
 

@@ -6,8 +6,7 @@
 //!
 //! Run with `cargo bench --bench github_seam`.
 
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 mod support;
 
 use support::{standard_scenario, time};

@@ -15,8 +15,7 @@
 
 #![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and passes PATH on
 
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 mod support;
 
 use support::child::{self, ChildCost};

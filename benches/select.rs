@@ -8,8 +8,7 @@
 
 #![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and reads no configuration
 
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 mod support;
 
 use support::child;

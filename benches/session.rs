@@ -9,8 +9,7 @@
 #![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and reads no configuration
 #![allow(dead_code)] // the test support is shared with the tests
 
-#[path = "../tests/fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "../tests/recover_support/mod.rs"]
 mod recover_support;
 

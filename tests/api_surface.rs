@@ -14,8 +14,7 @@
 
 #[path = "dashboard_support/mod.rs"]
 mod dashboard_support;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "github_mode_support/mod.rs"]
 mod github_mode_support;
 #[path = "mode_runs_support/mod.rs"]

@@ -6,8 +6,7 @@
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 #![allow(clippy::duplicate_mod)] // github_mode_support and recover_support each bring step_support
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "github_mode_support/mod.rs"]
 mod github_mode_support;
 #[path = "recover_support/mod.rs"]

@@ -20,8 +20,7 @@
 
 #![allow(clippy::disallowed_methods)] // the replay seed comes from the environment
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "in_process_support/mod.rs"]
 mod in_process_support;
 #[path = "invariants/mod.rs"]

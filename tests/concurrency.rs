@@ -20,8 +20,7 @@
 // Both supports include the shared step support: one copy each, as in their own suites.
 #![allow(clippy::duplicate_mod)]
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "invariants/mod.rs"]
 mod invariants;
 #[path = "recover_support/mod.rs"]

@@ -15,8 +15,7 @@
 mod bench_support;
 #[path = "dashboard_support/mod.rs"]
 mod dashboard_support;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 

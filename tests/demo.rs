@@ -6,8 +6,7 @@
 
 #[path = "demo/mod.rs"]
 mod demo;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 // It includes `step_support/` as `recover_support/` does: two copies of a few helpers.
 #[allow(clippy::duplicate_mod)]
 #[path = "github_mode_support/mod.rs"]

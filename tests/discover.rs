@@ -9,8 +9,7 @@
 
 #[path = "discovery_support/mod.rs"]
 mod discovery_support;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 

@@ -73,8 +73,7 @@ mod agent;
 mod agent_support;
 #[path = "e2e_workflows_support/discovery.rs"]
 mod discovery;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 #[path = "verify_baselines_support/mod.rs"]

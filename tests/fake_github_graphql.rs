@@ -13,8 +13,7 @@
 //!   GitHub without the mutation, and a maintainer moving a branch right before it.
 //! - The request log counts GraphQL queries as reads and mutations as writes.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 #[path = "graphql/conformance.rs"]
 mod conformance;

@@ -5,8 +5,7 @@
 //! The schemas come from `tests/openapi/github-subset.json`, extracted from the npm package
 //! `@octokit/openapi` by `tests/openapi/extract.mjs` (see `tests/openapi/README.md`).
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -3,8 +3,7 @@
 //! rate limits, seeded faults, issues with their body revisions and collaborators' permissions,
 //! and the benchmark scenario's figures.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "fake_github_semantics/faults_and_limits.rs"]
 mod faults_and_limits;
 #[path = "fake_github_semantics/issues_and_permissions.rs"]

@@ -6,8 +6,7 @@
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 

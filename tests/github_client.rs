@@ -2,8 +2,7 @@
 //! 1000-result cap, retries and rate limits, re-checked POSTs, the request budget, GraphQL
 //! errors, guarded ref deletion, and that the token never shows.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,7 @@
 //! query sorted oldest first, a collaborator's permission (role first, 404 as none), and issue
 //! writes sent, or recorded by a dry-run client, with the requests each call costs.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::sync::Arc;
 use std::time::Duration;

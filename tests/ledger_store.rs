@@ -1,8 +1,7 @@
 //! The ledger on its orphan branch, against the fake GitHub: created on first write, written
 //! with compare-and-swap, re-decided on conflict, never a lost write.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::time::Duration;
 

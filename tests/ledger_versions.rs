@@ -10,8 +10,7 @@
 
 #![allow(clippy::disallowed_methods)] // the generator runs the release binary
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 

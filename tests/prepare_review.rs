@@ -5,8 +5,7 @@
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and spawn the binary
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "github_mode_support/mod.rs"]
 mod github_mode_support;
 

@@ -5,8 +5,7 @@
 
 #![allow(clippy::disallowed_methods)] // tests start processes
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "invariants/mod.rs"]
 mod invariants;
 #[path = "recover_support/mod.rs"]

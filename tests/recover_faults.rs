@@ -11,8 +11,7 @@
 
 #![allow(clippy::disallowed_methods)]
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "in_process_support/mod.rs"]
 mod in_process_support;
 #[path = "invariants/mod.rs"]

@@ -18,8 +18,7 @@
 
 #[path = "agent_support/mod.rs"]
 mod agent_support;
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "recover_support/mod.rs"]
 mod recover_support;
 #[path = "session_support/mod.rs"]

@@ -4,8 +4,7 @@
 //! the contents API's compare-and-swap still holding after a multi-file commit, a dry run that
 //! sends nothing, and a first write that creates the branch with both files.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

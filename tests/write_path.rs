@@ -10,8 +10,7 @@
 //!   `updateRefs` does not exist) the same race is counted and reported, and the summary says
 //!   that the window remains there.
 
-#[path = "fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 #[path = "in_process_support/mod.rs"]
 mod in_process_support;
 #[path = "recover_support/mod.rs"]

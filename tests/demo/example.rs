@@ -9,8 +9,7 @@
 // The demo starts cargo and klaud as child processes, like the integration tests do.
 #![allow(clippy::disallowed_methods)]
 
-#[path = "../fake_github/mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 // It includes `step_support/` as `recover_support/` does: two copies of a few helpers.
 #[allow(clippy::duplicate_mod)]
 #[path = "../github_mode_support/mod.rs"]

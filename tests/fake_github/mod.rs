@@ -3,11 +3,10 @@
 //! 1000-result cap of filtered run listings, 409/422 conflicts, rate-limit headers), seeded fault
 //! injection and a request log.
 //!
-//! Include it from a test file with `#[path = "fake_github/mod.rs"] mod fake_github;`, seed a
-//! [`RepoState`] with its builder methods, and start it with [`FakeGitHub::start`]. The same server
-//! runs standalone as `cargo run --example fake-github -- --port 0 --state scenario.json`.
-// Each including test file uses a different part of the API.
-#![allow(dead_code, unused_imports)]
+//! It is the crate `klaud-fake-github` (a dev-dependency of klaud, compiled once for every test
+//! binary): a test file names it with `use klaud_fake_github as fake_github;`, seeds a
+//! [`RepoState`] with its builder methods, and starts it with [`FakeGitHub::start`]. The same
+//! server runs standalone as `cargo run --example fake-github -- --port 0 --state scenario.json`.
 
 pub mod builder;
 pub mod clock;

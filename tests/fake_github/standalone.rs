@@ -10,8 +10,7 @@
 //! `--scenario bench` with `--seed N`, `--faults FILE` (a `/_fake/faults` document),
 //! `--latency-ms N`, `--dump-state FILE` (write the starting state and continue).
 
-#[path = "mod.rs"]
-mod fake_github;
+use klaud_fake_github as fake_github;
 
 use std::io::Write;
 use std::process::ExitCode;
