@@ -76,6 +76,6 @@ if [ "${1-}" != --quick ]; then
   section "cold build from source (action.yml's fallback) into a fresh target directory"
   fresh="$(mktemp -d)"
   /usr/bin/time -f '%e s wall, %M KiB peak RSS' \
-    env CARGO_TARGET_DIR="$fresh" cargo build --release --locked --quiet 2>&1 | tee "$out/cold-build.txt"
+    env CARGO_TARGET_DIR="$fresh" cargo build --profile fallback --locked --quiet 2>&1 | tee "$out/cold-build.txt"
   rm -rf "$fresh"
 fi

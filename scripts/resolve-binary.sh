@@ -8,7 +8,8 @@
 #                             cache-path, after removing whatever a former job left there.
 #   resolve-binary.sh cache   after the cache restore step: the restored binary when it is trusted,
 #                             else (nothing restored, or an entry that is not trusted, which is
-#                             discarded) a `cargo build --release --locked` of the action's sources,
+#                             discarded) a `cargo build --profile fallback --locked` of the action's
+#                             sources (Cargo.toml's profile for this build),
 #                             copied to cache-path with output save=true for the save step.
 #
 # A binary is trusted when `klaud --version` reports the crate's version on its first line and
@@ -171,9 +172,9 @@ resolve_cache() {
     for name in $(compgen -e); do
       if [[ "$name" == CARGO_TARGET_*_RUSTFLAGS ]]; then unset "$name"; fi
     done
-    cargo build --release --locked --quiet
+    cargo build --profile fallback --locked --quiet
   )
-  built="$CARGO_TARGET_DIR/release/klaud"
+  built="$CARGO_TARGET_DIR/fallback/klaud"
   echo "klaud: built $("$built" -V) at $built"
   output binary-source source
   output binary "$built"

@@ -36,7 +36,8 @@ const WORKFLOW: &str = ".github/workflows/action-e2e.yml";
 const ACT_DEADLINE: Duration = Duration::from_secs(40 * 60);
 
 /// The target directory of the tests that let the action build from source, kept across runs so
-/// that the release build stays incremental, and held by one test at a time (see [`source_build`]).
+/// that the build from source (Cargo.toml's `fallback` profile, what action.yml builds) stays
+/// incremental, and held by one test at a time (see [`source_build`]).
 struct SourceBuild {
     directory: PathBuf,
     _turn: MutexGuard<'static, ()>,
@@ -44,17 +45,17 @@ struct SourceBuild {
 
 static SOURCE_BUILD_TURN: Mutex<()> = Mutex::new(());
 
-/// Waits for the shared release target directory. Every test that builds from source uses the
+/// Waits for the shared target directory of the builds from source. Every test that builds from source uses the
 /// same one, so the dependencies are compiled once: only the klaud crate differs between their
 /// scratch copies. Cargo names the klaud crate's artifacts by its path relative to the
 /// workspace, the same in every copy, and judges them fresh by comparing modification times, so
 /// a scratch copy made before another copy's build would be taken as already built. Each test
 /// therefore takes its turn before it makes its scratch copy and keeps it until it ends: its
 /// sources are newer than anything built before, and no other build replaces
-/// `release/klaud` while its jobs run it.
+/// `fallback/klaud` while its jobs run it.
 fn source_build() -> SourceBuild {
     SourceBuild {
-        directory: manifest_directory().join("target/e2e-release-build"),
+        directory: manifest_directory().join("target/e2e-fallback-build"),
         // A test that failed while it held the turn leaves the directory as usable as ever.
         _turn: SOURCE_BUILD_TURN
             .lock()

@@ -597,11 +597,11 @@ fn the_source_build_takes_no_compiler_flags_from_the_job() {
             "#!/usr/bin/env bash\n\
              printf 'args=%s\\n' \"$*\" > '{seen}'\n\
              for name in RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS \
-             CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS CARGO_BUILD_TARGET CARGO_PROFILE_RELEASE_LTO; do\n\
+             CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS CARGO_BUILD_TARGET CARGO_PROFILE_FALLBACK_LTO; do\n\
                if [ -n \"${{!name+set}}\" ]; then printf '%s=%s\\n' \"$name\" \"${{!name}}\" >> '{seen}'; fi\n\
              done\n\
-             mkdir -p \"$CARGO_TARGET_DIR/release\"\n\
-             cp '{klaud}' \"$CARGO_TARGET_DIR/release/klaud\"\n",
+             mkdir -p \"$CARGO_TARGET_DIR/fallback\"\n\
+             cp '{klaud}' \"$CARGO_TARGET_DIR/fallback/klaud\"\n",
             seen = seen.display(),
             klaud = env!("CARGO_BIN_EXE_klaud"),
         ),
@@ -633,13 +633,13 @@ fn the_source_build_takes_no_compiler_flags_from_the_job() {
             ),
             ("CARGO_BUILD_TARGET", "wasm32-unknown-unknown"),
             // Not a compiler flag: the job may tune the profile, as with any crate.
-            ("CARGO_PROFILE_RELEASE_LTO", "false"),
+            ("CARGO_PROFILE_FALLBACK_LTO", "thin"),
         ],
     );
     assert!(built.success, "{}", built.log);
     let seen = fs::read_to_string(&seen).expect("the stand-in cargo ran");
     assert_eq!(
-        seen, "args=build --release --locked --quiet\nCARGO_PROFILE_RELEASE_LTO=false\n",
+        seen, "args=build --profile fallback --locked --quiet\nCARGO_PROFILE_FALLBACK_LTO=thin\n",
         "{}",
         built.log
     );
