@@ -1,12 +1,18 @@
-//! End-to-end tests of the reference workflows (`klaud-plan.yml`, `klaud-candidate.yml`,
-//! `klaud-wake.yml`): each test runs one of them with `act` on this machine (host mode, no
-//! containers) against the fake GitHub served by the test itself (`GITHUB_API_URL` and
+//! End-to-end tests of the reference workflows: each test runs one of the callers
+//! (`klaud-plan.yml`, `klaud-candidate.yml`, `klaud-wake.yml`), and through them the reusable
+//! workflows they call by local path and the action those check out into `.klaud-action`, with
+//! `act` on this machine (host mode, no containers; act names no `job.workflow_repository`, so
+//! each job takes klaud from the workflow's own repository, as on GitHub Enterprise Server)
+//! against the fake GitHub served by the test itself (`GITHUB_API_URL` and
 //! `GITHUB_GRAPHQL_URL` point at it), and then checks the fake's final state: the ledger on
 //! `klaud/state`, pull requests, branches, labels, comments, runs and dispatches.
 //!
 //! The workflow files run unchanged from a scratch copy of the repository (see
 //! `act_support/`), klaud's steps with the test build of the binary. What they call outside
 //! this repository is replaced, and nothing else:
+//! - `actions/checkout` of another repository (klaud by `job.workflow_repository`, a step act never
+//!   runs but would fetch from GitHub before the job) by a stand-in that refuses to run
+//!   (`fixtures/e2e-workflows/actions/checkout/`); act copies the workspace for the others;
 //! - `actions/upload-artifact` and `actions/download-artifact` by stand-ins
 //!   (`fixtures/e2e-workflows/actions/`, through act's `--local-repository`) that keep the
 //!   artifact (a directory's files, or one file such as `baselines.json`) in a directory of the
@@ -53,8 +59,10 @@
 //!
 //! Not exercised under act: the `workflow_run.workflows` filter of klaud-wake.yml (act runs the
 //! workflow for any event file; the event here is a real smoke run's ending), the concurrency
-//! groups (act does not queue runs), in a recovery-only pass the skipping of the jobs after
-//! `recover` (see the last test: that pass runs its `recover` job alone), and of
+//! groups (act does not queue runs), in a recovery-only pass the skipping of the caller's jobs after
+//! `plan` (see the last test: that pass runs the caller's `plan` job alone), the checkout of klaud
+//! by `job.workflow_repository` and `job.workflow_sha` (checked statically in
+//! tests/reference_workflows.rs), and of
 //! claude-code-action's agent mode its actor check (`allowed_bots`), its own MCP servers and
 //! its step summary.
 //!
@@ -102,6 +110,8 @@ use verify_baselines_support::{
 };
 
 const PLAN: &str = ".github/workflows/klaud-plan.yml";
+/// The reusable planner the caller runs, which pins the actions the stand-ins replace.
+const REUSABLE_PLAN: &str = ".github/workflows/reusable-plan.yml";
 const CANDIDATE: &str = ".github/workflows/klaud-candidate.yml";
 const WAKE: &str = ".github/workflows/klaud-wake.yml";
 const REPOSITORY: &str = "acme/bench";
@@ -618,7 +628,7 @@ fn a_session_whose_time_runs_out_is_parked_then_resumed_and_finished() {
     let event = repository.event("wake.json", json!({"inputs": {"wake": "true"}}));
     let run = repository.act(
         klaud_act("workflow_dispatch", PLAN, &server, pass)
-            .job("recover")
+            .job("plan")
             .flag("--eventpath", &event),
     );
     run.assert_job_succeeded();
@@ -848,16 +858,15 @@ fn the_next_recovery_pass_sweeps_what_a_killed_session_left() {
     std::fs::write(&event_path, json!({"inputs": {"wake": "true"}}).to_string())
         .expect("write the event");
 
-    // Only the recover job: act 0.2.89 expands a job's matrix before it evaluates the job's `if`,
-    // and gives a skipped job's outputs as their unevaluated `${{ }}` text, so a whole
-    // recovery-only run stops at the matrix of `Run candidate` (built from the skipped select's
-    // outputs) after recover has run. GitHub skips that job on its `if` without building the
-    // matrix. So this run does not exercise that a wake pass skips evidence, review, select
-    // and the sessions (gated on recover's `wave` output, which act does not log); that gating
-    // is checked statically in tests/reference_workflows.rs.
+    // Only the caller's plan job (the reusable planner, where a recovery-only pass runs
+    // `recover` and skips the rest): act 0.2.89 expands a job's matrix before it evaluates the
+    // job's `if`, so a whole recovery-only run would stop at the matrix of `Run candidate`
+    // (built from the skipped select's outputs) after the plan has run. GitHub skips that job on
+    // its `if` without building the matrix; that gating is checked statically in
+    // tests/reference_workflows.rs.
     let run = repository.act(
         klaud_act("workflow_dispatch", PLAN, &server, pass)
-            .job("recover")
+            .job("plan")
             .flag("--eventpath", &event_path),
     );
     run.assert_job_succeeded();
@@ -1077,6 +1086,7 @@ fn klaud_act<'a>(
         .step_env("GITHUB_RUN_ID", run_id.to_string())
         .process_env("PATH", path);
     for action in [
+        "actions/checkout",
         "actions/upload-artifact",
         "actions/download-artifact",
         "anthropics/claude-code-action",
@@ -1119,13 +1129,14 @@ impl WithModel for Act<'_> {
     }
 }
 
-/// `owner/name@sha` as the reference workflows pin `action`.
+/// `owner/name@sha` as the reusable planner pins `action`.
 fn pinned(action: &str) -> String {
     let needle = format!("uses: {action}@");
-    let text = std::fs::read_to_string(manifest_directory().join(PLAN)).expect("read the planner");
+    let text = std::fs::read_to_string(manifest_directory().join(REUSABLE_PLAN))
+        .expect("read the reusable planner");
     let at = text
         .find(&needle)
-        .unwrap_or_else(|| panic!("{PLAN} does not use {action}"));
+        .unwrap_or_else(|| panic!("{REUSABLE_PLAN} does not use {action}"));
     let rest = &text[at + "uses: ".len()..];
     rest.split_whitespace()
         .next()
@@ -1354,9 +1365,16 @@ impl GitHubRunners {
                     std::thread::sleep(Duration::from_millis(300));
                 }
             });
-            let result = body();
-            done.store(true, Ordering::Relaxed);
-            result
+            // Set also when the body panics: the scope waits for the runner thread, which would
+            // otherwise loop for ever and hide the panic.
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _done = Done(&done);
+            body()
         })
     }
 }

@@ -725,14 +725,14 @@ async fn the_fakes_answers_to_klauds_mutations_conform_to_the_schema() {
     );
 }
 
-/// The query of klaud-candidate.yml's step "Read the bot's identity"
-/// (`gh api graphql -f query='…'`), read from the workflow file.
+/// The query of the session workflow's step "Read the bot's identity"
+/// (`gh api graphql -f query='…'`), read from reusable-session.yml.
 fn candidate_workflow_identity_query() -> String {
     let workflow = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(".github/workflows/klaud-candidate.yml"),
+            .join(".github/workflows/reusable-session.yml"),
     )
-    .expect("read klaud-candidate.yml");
+    .expect("read reusable-session.yml");
     let start = workflow
         .find("gh api graphql -f query='")
         .expect("the identity step asks GraphQL")

@@ -1,11 +1,16 @@
-//! The reference workflows (.github/workflows/klaud-plan.yml, klaud-candidate.yml,
-//! klaud-wake.yml) are what users copy, so their structure is part of the interface: no default
-//! token permissions, a grant per job, only real modes and declared inputs on the klaud steps, the
-//! planner job name recovery looks for, no expressions inside `run:`, one recovery concurrency
-//! group, and inert unless a repository opts in. The candidate workflow's session (session →
-//! the agent → finish) and the agent's prompt file are checked here too.
+//! The reference workflows are what users copy or call, so their structure is part of the
+//! interface. klaud's logic is in the reusable workflows (`reusable-plan.yml`,
+//! `reusable-session.yml`, `reusable-wake.yml`, `reusable-dashboard.yml`, `on: workflow_call`);
+//! an adopter keeps three short callers (`klaud-plan.yml`, `klaud-candidate.yml`,
+//! `klaud-wake.yml`), which are this repository's own. Checked here: no default token
+//! permissions, a grant per job and a caller's grant covering what the called jobs take, inputs
+//! and secrets that the called workflow declares, callers under 40 lines that hold no steps, every
+//! klaud step running klaud's action at the commit the reusable workflow was called at, only real
+//! modes and declared inputs on the klaud steps, the planner job name recovery looks for, no
+//! expressions inside `run:`, one recovery concurrency group, and inert unless a repository opts
+//! in. The session (session → the agent → finish) and the agent's prompt file are checked too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use klaud::core::outcome::Outcome;
 use klaud::shell::cli::Mode;
@@ -15,12 +20,37 @@ use serde_yaml_ng::Value;
 const PLANNER: &str = "klaud-plan.yml";
 const CANDIDATE: &str = "klaud-candidate.yml";
 const WAKE: &str = "klaud-wake.yml";
-const ALL: [&str; 3] = [PLANNER, CANDIDATE, WAKE];
+/// The callers an adopter keeps.
+const CALLERS: [&str; 3] = [PLANNER, CANDIDATE, WAKE];
+const REUSABLE_PLAN: &str = "reusable-plan.yml";
+const REUSABLE_SESSION: &str = "reusable-session.yml";
+const REUSABLE_WAKE: &str = "reusable-wake.yml";
+const REUSABLE_DASHBOARD: &str = "reusable-dashboard.yml";
+/// klaud's logic, called by the callers.
+const REUSABLE: [&str; 4] = [
+    REUSABLE_PLAN,
+    REUSABLE_SESSION,
+    REUSABLE_WAKE,
+    REUSABLE_DASHBOARD,
+];
+const ALL: [&str; 7] = [
+    PLANNER,
+    CANDIDATE,
+    WAKE,
+    REUSABLE_PLAN,
+    REUSABLE_SESSION,
+    REUSABLE_WAKE,
+    REUSABLE_DASHBOARD,
+];
+/// Where a reusable workflow's job checks out klaud's action, and what its klaud steps use.
+const KLAUD_ACTION: &str = "./.klaud-action";
+/// The longest a caller may be, in lines.
+const CALLER_LINES: usize = 40;
 const RECOVERY_GROUP: &str = "klaud-recovery";
 const OPT_IN: &str = "vars.KLAUD_ENABLED == 'true'";
-/// The agent's prompt, which the candidate workflow hands to the agent.
+/// The agent's prompt, which the session hands to the agent unless its caller names another.
 const PROMPT: &str = ".github/klaud-candidate-prompt.md";
-/// What gates every step of the candidate job after `session`.
+/// What gates every step of the session job after `session`.
 const PROCEEDS: &str = "steps.session.outputs.proceed == 'true'";
 const BOT_TOKEN: &str = "${{ secrets.KLAUD_BOT_TOKEN || github.token }}";
 const CLAUDE_CODE_ACTION: &str = "anthropics/claude-code-action@";
@@ -48,13 +78,58 @@ fn steps(job: &Value) -> Vec<Value> {
     job["steps"].as_sequence().cloned().unwrap_or_default()
 }
 
-/// The `with:` map of every step that runs this repository's action (`uses: ./`).
+/// Every step that runs klaud's action (`uses: ./.klaud-action`), with its job's id.
 fn klaud_steps(workflow: &Value) -> Vec<(String, Value)> {
     jobs(workflow)
         .iter()
         .flat_map(|(id, job)| steps(job).into_iter().map(move |step| (id.clone(), step)))
-        .filter(|(_, step)| step["uses"].as_str() == Some("./"))
+        .filter(|(_, step)| step["uses"].as_str() == Some(KLAUD_ACTION))
         .collect()
+}
+
+/// The file a caller's job calls by local path (`uses: ./.github/workflows/<file>`).
+fn called(job: &Value) -> Option<&str> {
+    job["uses"]
+        .as_str()
+        .and_then(|uses| uses.strip_prefix("./.github/workflows/"))
+}
+
+fn mapping_keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_mapping()
+        .map(|mapping| {
+            mapping
+                .keys()
+                .map(|key| key.as_str().expect("a name").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A job's permissions, scope → level.
+fn permissions(job: &Value) -> BTreeMap<String, String> {
+    job["permissions"]
+        .as_mapping()
+        .map(|mapping| {
+            mapping
+                .iter()
+                .map(|(scope, level)| {
+                    (
+                        scope.as_str().expect("a scope").to_string(),
+                        level.as_str().expect("a level").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn level_rank(level: &str) -> u8 {
+    match level {
+        "write" => 2,
+        "read" => 1,
+        _ => 0,
+    }
 }
 
 fn action_inputs() -> BTreeSet<String> {
@@ -93,12 +168,29 @@ fn no_default_permissions_and_every_job_grants_its_own() {
 
 #[test]
 fn every_job_runs_only_where_the_repository_opted_in() {
-    for name in ALL {
-        for (id, job) in jobs(&workflow(name)) {
+    // A caller's job opts in itself or needs a job that does (and is skipped with it); the
+    // reusable workflows run only when a caller calls them.
+    for name in CALLERS {
+        let all = jobs(&workflow(name));
+        let mut opted_in = BTreeSet::new();
+        for (id, job) in &all {
             let condition = job["if"].as_str().unwrap_or_default();
+            if condition.starts_with(OPT_IN) {
+                opted_in.insert(id.clone());
+            }
+        }
+        for (id, job) in &all {
+            let needs: Vec<String> = match &job["needs"] {
+                Value::String(one) => vec![one.clone()],
+                Value::Sequence(many) => many
+                    .iter()
+                    .map(|need| need.as_str().expect("a job id").to_string())
+                    .collect(),
+                _ => Vec::new(),
+            };
             assert!(
-                condition.starts_with(OPT_IN),
-                "{name}: job {id} must start its if: with {OPT_IN}, has {condition:?}"
+                opted_in.contains(id) || needs.iter().any(|need| opted_in.contains(need)),
+                "{name}: job {id} neither starts its if: with {OPT_IN} nor needs a job that does"
             );
         }
     }
@@ -109,7 +201,7 @@ fn klaud_steps_use_real_modes_and_declared_inputs() {
     let modes = Mode::names();
     let inputs = action_inputs();
     let mut seen_modes = BTreeSet::new();
-    for name in ALL {
+    for name in REUSABLE {
         for (job, step) in klaud_steps(&workflow(name)) {
             let with = step["with"].as_mapping().expect("a klaud step has with:");
             let mode = with
@@ -178,36 +270,51 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
     let pattern = &config.workflows.planner_job;
     let expected = pattern.replace("{id}", "${{ matrix.candidate }}");
     let planner = workflow(PLANNER);
+    // The planner's sessions run through the adopter's own candidate workflow, the one recovery
+    // dispatches to resume a parked session.
     let (id, job) = jobs(&planner)
         .into_iter()
-        .find(|(_, job)| job["uses"].as_str().is_some())
+        .find(|(_, job)| called(job) == Some(CANDIDATE))
         .expect("the planner has a job that calls the candidate workflow");
     assert_eq!(job["name"].as_str(), Some(expected.as_str()), "job {id}");
     assert_eq!(
-        job["uses"].as_str(),
-        Some(format!("./.github/workflows/{CANDIDATE}").as_str())
-    );
-    assert_eq!(
         job["strategy"]["matrix"]["candidate"].as_str(),
-        Some("${{ fromJSON(needs.select.outputs.candidates) }}")
+        Some("${{ fromJSON(needs.plan.outputs.candidates) }}")
     );
     assert_eq!(
         job["with"]["candidate"].as_str(),
         Some("${{ matrix.candidate }}")
     );
-    let condition = job["if"].as_str().unwrap_or_default();
-    assert!(
-        condition.contains("inputs.wake != 'true'"),
-        "job {id} must be skipped on a wake pass: {condition}"
+    assert_eq!(
+        job["if"].as_str(),
+        Some("needs.plan.outputs.selected == 'true'"),
+        "job {id} runs only for what select claimed (never on a recovery-only pass)"
     );
+    let plan = reusable_plan_outputs();
+    for output in ["selected", "candidates"] {
+        assert_eq!(
+            plan[output].as_str(),
+            Some(format!("${{{{ jobs.select.outputs.{output} }}}}").as_str()),
+            "{REUSABLE_PLAN}'s output {output}"
+        );
+    }
 
-    // The candidate workflow is callable and dispatchable with exactly the input recovery sends.
+    // The candidate workflow is callable and dispatchable with exactly the input recovery sends,
+    // and calls the session with it.
     let candidate = workflow(CANDIDATE);
     let on = &candidate["on"];
     assert!(on["workflow_call"]["inputs"]["candidate"].is_mapping());
     assert!(on["workflow_dispatch"]["inputs"]["candidate"].is_mapping());
+    let (_, session) = jobs(&candidate)
+        .into_iter()
+        .find(|(_, job)| called(job) == Some(REUSABLE_SESSION))
+        .expect("the candidate workflow calls the session");
+    assert_eq!(
+        session["with"]["candidate"].as_str(),
+        Some("${{ inputs.candidate }}")
+    );
     // finish always runs once session proceeded, with the agent step's outcome.
-    let session_steps: Vec<Value> = jobs(&candidate)
+    let session_steps: Vec<Value> = jobs(&workflow(REUSABLE_SESSION))
         .into_iter()
         .flat_map(|(_, job)| steps(&job))
         .collect();
@@ -230,10 +337,20 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
     );
 }
 
+fn reusable_plan_outputs() -> Value {
+    workflow(REUSABLE_PLAN)["on"]["workflow_call"]["outputs"]
+        .as_mapping()
+        .expect("reusable-plan.yml's outputs")
+        .iter()
+        .map(|(name, output)| (name.clone(), output["value"].clone()))
+        .collect::<serde_yaml_ng::Mapping>()
+        .into()
+}
+
 #[test]
 fn recovery_passes_share_one_concurrency_group_and_wake_dispatches_them() {
-    let planner = workflow(PLANNER);
-    let recovering: Vec<(String, Value)> = jobs(&planner)
+    let plan = workflow(REUSABLE_PLAN);
+    let recovering: Vec<(String, Value)> = jobs(&plan)
         .into_iter()
         .filter(|(_, job)| {
             steps(job)
@@ -254,7 +371,22 @@ fn recovery_passes_share_one_concurrency_group_and_wake_dispatches_them() {
     );
     // The group is a constant, so schedules, backstops and wakes all queue in it.
     assert!(!RECOVERY_GROUP.contains("${{"));
-    // The recovery-only passes: a wake dispatch and the hourly backstop schedule.
+    // Only recover runs on a recovery-only pass: every other job needs the wave.
+    for (other, job) in jobs(&plan) {
+        if other != *id {
+            let condition = job["if"].as_str().unwrap_or_default();
+            let needs_wave = condition.contains("inputs.wave")
+                || condition.contains("needs.evidence.outputs.has-candidates");
+            assert!(
+                needs_wave,
+                "{REUSABLE_PLAN}: job {other} runs on a recovery-only pass"
+            );
+        }
+    }
+
+    // The recovery-only passes: a wake dispatch and the hourly backstop schedule, told apart by
+    // the caller in the wave input.
+    let planner = workflow(PLANNER);
     let on = &planner["on"];
     assert!(on["workflow_dispatch"]["inputs"]["wake"].is_mapping());
     let crons: Vec<&str> = on["schedule"]
@@ -264,47 +396,196 @@ fn recovery_passes_share_one_concurrency_group_and_wake_dispatches_them() {
         .map(|entry| entry["cron"].as_str().expect("cron"))
         .collect();
     assert_eq!(crons.len(), 2, "a wave schedule and a backstop schedule");
-    let wave = job["outputs"]["wave"]
+    let (_, plan_job) = jobs(&planner)
+        .into_iter()
+        .find(|(_, job)| called(job) == Some(REUSABLE_PLAN))
+        .expect("the planner calls reusable-plan.yml");
+    let wave = plan_job["with"]["wave"]
         .as_str()
-        .expect("recover's wave output");
-    assert!(wave.contains("inputs.wake == 'true'"), "{wave}");
+        .expect("the planner's wave input");
+    assert!(wave.contains("inputs.wake != 'true'"), "{wave}");
     let backstop = crons
         .iter()
         .find(|cron| wave.contains(&format!("'{cron}'")))
-        .expect("the wave output names the backstop schedule");
+        .expect("the wave input names the backstop schedule");
     assert!(
         backstop.split_whitespace().nth(1) == Some("*"),
         "the backstop runs hourly"
     );
 
-    // wake: workflow_run completed, actions: write plus the checkout's contents: read.
+    // wake: workflow_run completed; its job takes actions: write plus the checkout's contents:
+    // read, and its caller grants exactly that.
     let wake = workflow(WAKE);
     assert_eq!(
         wake["on"]["workflow_run"]["types"],
         serde_yaml_ng::from_str::<Value>("[completed]").unwrap()
     );
-    for (id, job) in jobs(&wake) {
-        let mut scopes: Vec<(String, String)> = job["permissions"]
-            .as_mapping()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.as_str().unwrap().into(), v.as_str().unwrap().into()))
-            .collect();
-        scopes.sort();
-        assert_eq!(
-            scopes,
-            vec![
-                ("actions".to_string(), "write".to_string()),
-                ("contents".to_string(), "read".to_string())
-            ],
-            "wake job {id}"
+    let expected: BTreeMap<String, String> = [
+        ("actions".to_string(), "write".to_string()),
+        ("contents".to_string(), "read".to_string()),
+    ]
+    .into();
+    for (id, job) in jobs(&wake)
+        .into_iter()
+        .chain(jobs(&workflow(REUSABLE_WAKE)))
+    {
+        assert_eq!(permissions(&job), expected, "wake job {id}");
+    }
+}
+
+#[test]
+fn callers_are_short_call_the_reusable_workflows_and_grant_what_their_jobs_take() {
+    for name in CALLERS {
+        let path = format!("{}/.github/workflows/{name}", env!("CARGO_MANIFEST_DIR"));
+        let lines = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .lines()
+            .count();
+        assert!(
+            lines < CALLER_LINES,
+            "{name} has {lines} lines, a caller stays under {CALLER_LINES}"
         );
+        for (id, job) in jobs(&workflow(name)) {
+            assert!(job["steps"].is_null(), "{name}: job {id} runs steps itself");
+            let file = called(&job)
+                .unwrap_or_else(|| panic!("{name}: job {id} calls no workflow by local path"));
+            let callee = workflow(file);
+            let call = &callee["on"]["workflow_call"];
+            assert!(
+                call.is_mapping(),
+                "{name}: job {id} calls {file}, not reusable"
+            );
+            // Inputs and secrets the callee declares; the required ones given.
+            let given = mapping_keys(&job["with"]);
+            let declared = mapping_keys(&call["inputs"]);
+            assert!(
+                given.is_subset(&declared),
+                "{name}: job {id} passes {given:?} to {file}, which declares {declared:?}"
+            );
+            let given_secrets = mapping_keys(&job["secrets"]);
+            let declared_secrets = mapping_keys(&call["secrets"]);
+            assert!(
+                given_secrets.is_subset(&declared_secrets),
+                "{name}: job {id} passes the secrets {given_secrets:?} to {file}, which declares {declared_secrets:?}"
+            );
+            for (kind, section, passed) in [
+                ("input", "inputs", &given),
+                ("secret", "secrets", &given_secrets),
+            ] {
+                for (key, spec) in call[section].as_mapping().into_iter().flatten() {
+                    let key = key.as_str().expect("a name");
+                    if spec["required"].as_bool() == Some(true) && spec["default"].is_null() {
+                        assert!(
+                            passed.contains(key),
+                            "{name}: job {id} does not pass {file}'s required {kind} {key}"
+                        );
+                    }
+                }
+            }
+            // GitHub caps the called jobs' token at the calling job's grant: it covers each.
+            let granted = permissions(&job);
+            // (A called job that calls a workflow in turn takes what it grants.)
+            for (called_id, called_job) in jobs(&callee) {
+                for (scope, level) in permissions(&called_job) {
+                    let covered = granted
+                        .get(&scope)
+                        .is_some_and(|given| level_rank(given) >= level_rank(&level));
+                    assert!(
+                        covered,
+                        "{name}: job {id} grants {granted:?}, but {file}'s job {called_id} takes {scope}: {level}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_reusable_job_runs_klaud_at_the_commit_it_was_called_at() {
+    let pinned_checkout = "actions/checkout@";
+    for name in REUSABLE {
+        for (id, job) in jobs(&workflow(name)) {
+            let steps = steps(&job);
+            let first_klaud = steps
+                .iter()
+                .position(|step| step["uses"].as_str() == Some(KLAUD_ACTION))
+                .unwrap_or_else(|| panic!("{name}: job {id} runs no klaud step"));
+            // Every action step is klaud's checkout or a pinned action: never `./` (the caller's
+            // repository) nor a moving reference to klaud.
+            for step in &steps {
+                if let Some(uses) = step["uses"].as_str() {
+                    assert!(
+                        uses == KLAUD_ACTION || !uses.starts_with("./"),
+                        "{name}: job {id} uses {uses}"
+                    );
+                }
+            }
+            let before = &steps[..first_klaud];
+            let checkouts: Vec<&Value> = before
+                .iter()
+                .filter(|step| {
+                    step["uses"]
+                        .as_str()
+                        .is_some_and(|uses| uses.starts_with(pinned_checkout))
+                        && step["with"]["path"].as_str() == Some(".klaud-action")
+                })
+                .collect();
+            assert_eq!(
+                checkouts.len(),
+                2,
+                "{name}: job {id}: klaud's two checkouts"
+            );
+            // Where GitHub names this workflow's repository and commit, exactly those.
+            let named = checkouts[0];
+            assert_eq!(
+                named["if"].as_str(),
+                Some("job.workflow_repository != ''"),
+                "{name}: job {id}"
+            );
+            assert_eq!(
+                named["with"]["repository"].as_str(),
+                Some("${{ job.workflow_repository }}")
+            );
+            assert_eq!(
+                named["with"]["ref"].as_str(),
+                Some("${{ job.workflow_sha }}")
+            );
+            // Elsewhere the workflow's own repository at the event's commit, which the check
+            // below holds to being klaud.
+            let unnamed = checkouts[1];
+            assert_eq!(
+                unnamed["if"].as_str(),
+                Some("job.workflow_repository == ''"),
+                "{name}: job {id}"
+            );
+            assert_eq!(
+                mapping_keys(&unnamed["with"]),
+                BTreeSet::from(["path".to_string(), "persist-credentials".to_string()])
+            );
+            let check = before
+                .iter()
+                .find(|step| {
+                    step["env"]["WORKFLOW_SHA"].as_str() == Some("${{ job.workflow_sha }}")
+                })
+                .unwrap_or_else(|| panic!("{name}: job {id} does not check .klaud-action"));
+            let script = check["run"].as_str().expect("the check's script");
+            for needle in [
+                "grep -qx 'name: klaud' .klaud-action/action.yml",
+                "git -C .klaud-action rev-parse HEAD",
+                "'/.klaud-action/' >> .git/info/exclude",
+            ] {
+                assert!(
+                    script.contains(needle),
+                    "{name}: job {id}: the check lacks {needle}"
+                );
+            }
+        }
     }
 }
 
 #[test]
 fn checkouts_persist_no_credentials_and_actions_are_pinned() {
-    for name in ALL {
+    for name in REUSABLE {
         for (id, job) in jobs(&workflow(name)) {
             for step in steps(&job) {
                 let Some(uses) = step["uses"].as_str() else {
@@ -332,7 +613,7 @@ fn checkouts_persist_no_credentials_and_actions_are_pinned() {
 
 #[test]
 fn the_review_is_read_only_and_structured_by_prepare_reviews_schema() {
-    let planner = workflow(PLANNER);
+    let planner = workflow(REUSABLE_PLAN);
     let (id, job) = jobs(&planner)
         .into_iter()
         .find(|(_, job)| {
@@ -370,20 +651,27 @@ fn the_review_is_read_only_and_structured_by_prepare_reviews_schema() {
     );
 }
 
-/// The candidate job's steps, each named by what it is: the checkout, a klaud step by its mode,
-/// any other step by its id (or its name when it has none).
+/// The session job's steps, each named by what it is: a checkout (of the repository, or klaud's
+/// `klaud checkout`), a klaud step by its mode, any other step by its id (or its name when it has
+/// none).
 fn candidate_steps() -> (Value, Vec<(String, Value)>) {
-    let candidate = workflow(CANDIDATE);
-    let all = jobs(&candidate);
-    assert_eq!(all.len(), 1, "the candidate workflow has one job");
+    let session = workflow(REUSABLE_SESSION);
+    let all = jobs(&session);
+    assert_eq!(all.len(), 1, "the session workflow has one job");
     let (_, job) = all.into_iter().next().expect("a job");
     let named = steps(&job)
         .into_iter()
         .map(|step| {
             let uses = step["uses"].as_str().unwrap_or_default();
             let name = if uses.starts_with("actions/checkout@") {
-                "checkout".to_string()
-            } else if uses == "./" {
+                if step["with"]["path"].as_str() == Some(".klaud-action") {
+                    "klaud checkout".to_string()
+                } else {
+                    "checkout".to_string()
+                }
+            } else if step["env"]["WORKFLOW_SHA"].is_string() {
+                "klaud check".to_string()
+            } else if uses == KLAUD_ACTION {
                 format!(
                     "klaud {}",
                     step["with"]["mode"].as_str().unwrap_or_default()
@@ -404,7 +692,7 @@ fn candidate_step(named: &[(String, Value)], name: &str) -> Value {
         .iter()
         .find(|(step, _)| step == name)
         .map(|(_, step)| step.clone())
-        .unwrap_or_else(|| panic!("the candidate job has no step {name}"))
+        .unwrap_or_else(|| panic!("the session job has no step {name}"))
 }
 
 #[test]
@@ -415,6 +703,9 @@ fn the_candidate_job_runs_session_then_the_agent_then_finish() {
         order,
         vec![
             "checkout",
+            "klaud checkout",
+            "klaud checkout",
+            "klaud check",
             "klaud install-cli",
             "klaud session",
             "bot",
@@ -442,7 +733,7 @@ fn the_candidate_job_runs_session_then_the_agent_then_finish() {
 
     // Nothing after it runs for a session it refused: a refused session writes nothing, so
     // finish must not run either.
-    for (name, step) in &named[3..] {
+    for (name, step) in &named[6..] {
         let condition = step["if"].as_str().unwrap_or_default();
         let expected = if ["bot", "prompt", "agent"].contains(&name.as_str()) {
             PROCEEDS.to_string()
@@ -488,7 +779,7 @@ fn the_agent_is_claude_code_action_with_the_sessions_settings_schema_and_deadlin
     let uses = agent["uses"].as_str().expect("the agent uses an action");
     assert!(uses.starts_with(CLAUDE_CODE_ACTION), "{uses}");
     // The same pinned commit as the planner's review, so one version of the action is vetted.
-    let planner = workflow(PLANNER);
+    let planner = workflow(REUSABLE_PLAN);
     let review: Vec<String> = jobs(&planner)
         .iter()
         .flat_map(|(_, job)| steps(job))
@@ -534,7 +825,7 @@ fn the_agent_is_claude_code_action_with_the_sessions_settings_schema_and_deadlin
     // with this session's files.
     let prompt = candidate_step(&named, "prompt");
     for (variable, value) in [
-        ("PROMPT_FILE", PROMPT),
+        ("PROMPT_FILE", "${{ inputs.prompt-file }}"),
         ("CONTEXT_FILE", "${{ steps.session.outputs.context-file }}"),
         ("OUTCOME_FILE", "${{ steps.session.outputs.outcome-file }}"),
         (
@@ -557,6 +848,9 @@ fn the_agent_is_claude_code_action_with_the_sessions_settings_schema_and_deadlin
     }
     let bot = candidate_step(&named, "bot");
     assert_eq!(bot["env"]["GH_TOKEN"].as_str(), Some(BOT_TOKEN));
+    // The repository's prompt file unless the caller names another.
+    let prompt_file = &workflow(REUSABLE_SESSION)["on"]["workflow_call"]["inputs"]["prompt-file"];
+    assert_eq!(prompt_file["default"].as_str(), Some(PROMPT));
 }
 
 #[test]

@@ -195,6 +195,11 @@ mod tests {
             candidate_of_job(pattern, "Run candidate a / agent"),
             Some("a")
         );
+        // The planner caller's job calling the candidate workflow, which calls the session.
+        assert_eq!(
+            candidate_of_job(pattern, "Run candidate a / Session / Session"),
+            Some("a")
+        );
         assert_eq!(candidate_of_job(pattern, "select"), None);
         assert_eq!(candidate_of_job(pattern, "Run candidate "), None);
         assert_eq!(candidate_of_job("run ({id})", "run (x)"), Some("x"));
