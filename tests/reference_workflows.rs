@@ -290,10 +290,11 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
         Some("needs.plan.outputs.selected == 'true'"),
         "job {id} runs only for what select claimed (never on a recovery-only pass)"
     );
-    let plan = reusable_plan_outputs();
+    let plan = workflow(REUSABLE_PLAN);
+    let outputs = &plan["on"]["workflow_call"]["outputs"];
     for output in ["selected", "candidates"] {
         assert_eq!(
-            plan[output].as_str(),
+            outputs[output]["value"].as_str(),
             Some(format!("${{{{ jobs.select.outputs.{output} }}}}").as_str()),
             "{REUSABLE_PLAN}'s output {output}"
         );
@@ -335,16 +336,6 @@ fn the_candidate_job_is_named_as_recovery_expects_and_calls_the_candidate_workfl
             .iter()
             .any(|step| step["id"].as_str() == Some("agent"))
     );
-}
-
-fn reusable_plan_outputs() -> Value {
-    workflow(REUSABLE_PLAN)["on"]["workflow_call"]["outputs"]
-        .as_mapping()
-        .expect("reusable-plan.yml's outputs")
-        .iter()
-        .map(|(name, output)| (name.clone(), output["value"].clone()))
-        .collect::<serde_yaml_ng::Mapping>()
-        .into()
 }
 
 #[test]
