@@ -135,7 +135,26 @@ impl Default for DiscoverySettings {
                 ("spec_method".to_string(), map(&[("", "none")])),
             ]),
             disagg_framework_prefixes: vec!["mori-".into()],
-            models: map(&[("dsr1", "DeepSeek-R1-0528"), ("dsv4", "DeepSeek-V4-Pro")]),
+            // The publisher's own table (InferenceX-app, packages/constants/src/models.ts,
+            // `DB_MODEL_TO_DISPLAY`): every model prefix of the InferenceX configs at 843c6254f
+            // and the earlier ones still published. Point releases share a display model.
+            models: map(&[
+                ("dsr1", "DeepSeek-R1-0528"),
+                ("dsv4", "DeepSeek-V4-Pro"),
+                ("glm5", "GLM-5"),
+                ("glm5.1", "GLM-5"),
+                ("glm5.2", "GLM-5.2"),
+                ("gptoss120b", "gpt-oss-120b"),
+                ("kimik2.5", "Kimi-K2.5"),
+                ("kimik2.6", "Kimi-K2.5"),
+                ("kimik2.7-code", "Kimi-K2.5"),
+                ("kimik3", "Kimi-K3"),
+                ("llama70b", "Llama-3.3-70B-Instruct-FP8"),
+                ("minimaxm2.5", "MiniMax-M2.5"),
+                ("minimaxm2.7", "MiniMax-M2.5"),
+                ("minimaxm3", "MiniMax-M3"),
+                ("qwen3.5", "Qwen-3.5-397B-A17B"),
+            ]),
             review_batch_size: crate::core::discovery::DEFAULT_REVIEW_BATCH_SIZE,
             legacy_branch_prefixes: vec!["klaude/auto-".into()],
         }
