@@ -298,6 +298,18 @@ const ROWS: &[(&str, &str, Change)] = &[
             );
         },
     ),
+    (
+        "`verify-baselines`",
+        "`discovery.feeds.workflow-info` a file that does not exist (a discovered candidate to look up)",
+        |run| {
+            run.discovered_candidate(|_| {});
+            run.file("empty-feed.json", "[]");
+            run.file(
+                "klaud.yml",
+                "discovery:\n  feeds:\n    benchmarks: empty-feed.json\n    workflow-info: missing-workflow-info.json\n",
+            );
+        },
+    ),
     ("`verify-baselines`", "`review` not JSON", |run| {
         run.set("review", "{decisions")
     }),
@@ -471,6 +483,14 @@ const ROWS: &[(&str, &str, Change)] = &[
     ("`discover`", "`repo-path` not a directory", |run| {
         run.set("repo-path", "missing-repository")
     }),
+    (
+        "`discover`",
+        "`render-cache` a file, not a directory",
+        |run| {
+            run.file("cache-file", "not a folder\n");
+            run.set("render-cache", "cache-file");
+        },
+    ),
     (
         "`discover`",
         "`repo-path` a checkout without a commit",

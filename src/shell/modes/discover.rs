@@ -84,6 +84,15 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
     let reporter = &context.reporter;
     let settings = &context.config.discovery;
     let root = repository_root(context, arguments)?;
+    if let Some(cache) = &arguments.render_cache
+        && cache.exists()
+        && !cache.is_dir()
+    {
+        return Err(StepError::bad_input(
+            "render-cache",
+            format!("{} exists and is not a directory", cache.display()),
+        ));
+    }
     let images = FeedSource::parse(&settings.feeds.images)
         .map_err(|problem| StepError::bad_input("discovery.feeds.images", problem))?;
     let mut files: Vec<String> = Vec::new();
@@ -228,12 +237,18 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
         generator.parallel
     ));
     let started = Instant::now();
-    let (results, counts) = generator.render_all(&jobs).await;
+    let (results, counts, not_kept) = generator.render_all(&jobs).await;
     let render_seconds = started.elapsed().as_secs_f64();
     reporter.info(&format!(
         "discover: rendered in {render_seconds:.1} s: {} generator run(s), {} from the cache, {} refused",
         counts.generator_runs, counts.from_cache, counts.refused
     ));
+    if let Some(reason) = not_kept {
+        reporter.warning(&format!(
+            "discover: {} rendering(s) could not be kept in the render cache, so the next discovery runs the generator for them again: {reason}",
+            counts.not_kept
+        ));
+    }
     let spellings = settings.spellings();
     let families: Vec<Family> = jobs
         .iter()

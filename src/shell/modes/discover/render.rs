@@ -185,6 +185,16 @@ pub struct RenderCounts {
     pub generator_runs: usize,
     pub from_cache: usize,
     pub refused: usize,
+    /// Renderings the generator gave that could not be kept in the render cache.
+    pub not_kept: usize,
+}
+
+/// What rendering one family gave, and how.
+struct Rendered {
+    result: RenderResult,
+    from_cache: bool,
+    /// Why a new rendering could not be kept in the render cache.
+    not_kept: Option<String>,
 }
 
 impl Generator {
@@ -241,8 +251,12 @@ impl Generator {
     }
 
     /// Renders every job: from the cache while its inputs are unchanged, else with the
-    /// generator, `parallel` at once. Results come back in the jobs' order.
-    pub async fn render_all(&self, jobs: &[FamilyJob]) -> (Vec<RenderResult>, RenderCounts) {
+    /// generator, `parallel` at once. Results come back in the jobs' order, with the counts
+    /// and, when a rendering could not be kept in the cache, the first reason.
+    pub async fn render_all(
+        &self,
+        jobs: &[FamilyJob],
+    ) -> (Vec<RenderResult>, RenderCounts, Option<String>) {
         let sources = self.sources_fingerprint();
         let runners = std::fs::read(self.root.join(&self.runner_config)).unwrap_or_default();
         let mut file_digests: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
@@ -282,7 +296,7 @@ impl Generator {
                 hex(&hasher.finalize())
             })
             .collect();
-        let results: Vec<(RenderResult, bool)> = futures::stream::iter(
+        let results: Vec<Rendered> = futures::stream::iter(
             jobs.iter()
                 .zip(&keys)
                 .map(|(job, key)| self.render_one(job, key)),
@@ -294,38 +308,54 @@ impl Generator {
             families: jobs.len(),
             ..RenderCounts::default()
         };
-        for (result, cached) in &results {
-            if *cached {
+        let mut not_kept = None;
+        for rendered in &results {
+            if rendered.from_cache {
                 counts.from_cache += 1;
             } else {
                 counts.generator_runs += 1;
             }
-            if matches!(result, RenderResult::Refused(_)) {
+            if matches!(rendered.result, RenderResult::Refused(_)) {
                 counts.refused += 1;
+            }
+            if let Some(reason) = &rendered.not_kept {
+                counts.not_kept += 1;
+                not_kept.get_or_insert_with(|| reason.clone());
             }
         }
         (
-            results.into_iter().map(|(result, _)| result).collect(),
+            results
+                .into_iter()
+                .map(|rendered| rendered.result)
+                .collect(),
             counts,
+            not_kept,
         )
     }
 
-    /// One family: `(result, taken from the cache)`. Only successful renderings are kept: a
-    /// refusal is asked again next time.
-    async fn render_one(&self, job: &FamilyJob, key: &str) -> (RenderResult, bool) {
+    /// One family. Only successful renderings are kept: a refusal is asked again next time.
+    async fn render_one(&self, job: &FamilyJob, key: &str) -> Rendered {
         let kept = self.cache.join(format!("{key}.json"));
         if let Ok(text) = std::fs::read_to_string(&kept)
             && let Ok(entries) = serde_json::from_str::<Value>(&text)
         {
-            return (RenderResult::Entries(entries), true);
+            return Rendered {
+                result: RenderResult::Entries(entries),
+                from_cache: true,
+                not_kept: None,
+            };
         }
+        let rendered = |result| Rendered {
+            result,
+            from_cache: false,
+            not_kept: None,
+        };
         let config_file = match self.config_file(job) {
             Ok(path) => path,
             Err(error) => {
-                return (
-                    RenderResult::Refused(format!("its excerpt could not be written: {error}")),
-                    false,
-                );
+                return rendered(RenderResult::Refused(format!(
+                    "its excerpt could not be written: {error}"
+                )));
             }
         };
         let mut command = ChildCommand::new(self.interpreter.clone(), self.timeout)
@@ -333,18 +363,17 @@ impl Generator {
         command.working_directory = Some(self.root.clone());
         command.environment = ChildEnvironment::Only(self.environment.clone());
         command.stdout_limit = RENDER_STDOUT_LIMIT;
-        let result = match run_child(&command).await {
-            Err(error) => {
-                RenderResult::Refused(format!("the generator could not be started: {error}"))
-            }
-            Ok(output) if output.timed_out => RenderResult::Refused(format!(
+        let refused = |reason| rendered(RenderResult::Refused(reason));
+        match run_child(&command).await {
+            Err(error) => refused(format!("the generator could not be started: {error}")),
+            Ok(output) if output.timed_out => refused(format!(
                 "the generator ran longer than {} s",
                 self.timeout.as_secs()
             )),
-            Ok(output) if output.stdout_truncated => RenderResult::Refused(format!(
+            Ok(output) if output.stdout_truncated => refused(format!(
                 "the generator printed more than {RENDER_STDOUT_LIMIT} bytes"
             )),
-            Ok(output) if output.exit != Some(0) => RenderResult::Refused(format!(
+            Ok(output) if output.exit != Some(0) => refused(format!(
                 "the generator refused it ({}): {}",
                 match output.exit {
                     Some(code) => format!("exit {code}"),
@@ -353,23 +382,30 @@ impl Generator {
                 output.last_stderr_line().unwrap_or("no message")
             )),
             Ok(output) => match serde_json::from_str::<Value>(&output.stdout) {
-                Ok(entries) => {
-                    if std::fs::create_dir_all(&self.cache).is_ok() {
-                        let temporary = self
-                            .cache
-                            .join(format!("{key}.json.{}.partial", std::process::id()));
-                        if std::fs::write(&temporary, &output.stdout).is_ok() {
-                            let _ = std::fs::rename(&temporary, &kept);
-                        }
-                    }
-                    RenderResult::Entries(entries)
-                }
-                Err(error) => RenderResult::Refused(format!(
+                Ok(entries) => Rendered {
+                    result: RenderResult::Entries(entries),
+                    from_cache: false,
+                    not_kept: self.keep(key, &kept, &output.stdout).err(),
+                },
+                Err(error) => refused(format!(
                     "the generator printed something that is not JSON: {error}"
                 )),
             },
-        };
-        (result, false)
+        }
+    }
+
+    /// Keeps a rendering in the cache, whole or not at all (written aside, then renamed).
+    fn keep(&self, key: &str, kept: &Path, text: &str) -> Result<(), String> {
+        let temporary = self
+            .cache
+            .join(format!("{key}.json.{}.partial", std::process::id()));
+        std::fs::create_dir_all(&self.cache)
+            .and_then(|()| std::fs::write(&temporary, text))
+            .and_then(|()| std::fs::rename(&temporary, kept))
+            .map_err(|error| {
+                let _ = std::fs::remove_file(&temporary);
+                format!("{}: {error}", self.cache.display())
+            })
     }
 }
 
@@ -423,6 +459,104 @@ mod tests {
             ]
         );
         assert!(read_master(root.path(), "missing.yaml").is_err());
+    }
+
+    /// A checkout whose generator is a shell script that logs each family it renders and
+    /// refuses the key `bad`.
+    fn scripted_checkout() -> (tempfile::TempDir, Generator) {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let full = root.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        };
+        write(
+            "gen/render.sh",
+            "echo \"$3\" >> runs.log\n[ \"$3\" = bad ] && { echo refused >&2; exit 3; }\nprintf '[{\"key\": \"%s\"}]' \"$3\"\n",
+        );
+        write("gen/helpers.sh", "# one\n");
+        write("configs/runners.yaml", "b200: [b200-nv_0]\n");
+        write(
+            "m.yaml",
+            "a:\n  image: x\nb:\n  image: y\nbad:\n  image: z\n",
+        );
+        let generator = Generator {
+            root: root.path().to_path_buf(),
+            interpreter: "/bin/sh".into(),
+            entrypoint: "gen/render.sh".into(),
+            runner_config: "configs/runners.yaml".into(),
+            timeout: Duration::from_secs(30),
+            environment: Vec::new(),
+            parallel: 2,
+            cache: root.path().join("cache"),
+            excerpts: root.path().join("excerpts"),
+        };
+        (root, generator)
+    }
+
+    /// `(generator runs, from the cache, refused)` of one discovery of `m.yaml`, and the keys
+    /// the generator was run for.
+    async fn render(generator: &Generator) -> ((usize, usize, usize), Vec<String>) {
+        let log = generator.root.join("runs.log");
+        let _ = std::fs::remove_file(&log);
+        let jobs = read_master(&generator.root, "m.yaml").unwrap();
+        let (results, counts, not_kept) = generator.render_all(&jobs).await;
+        assert_eq!(not_kept, None);
+        assert!(matches!(&results[0], RenderResult::Entries(entries) if entries[0]["key"] == "a"));
+        assert!(matches!(&results[2], RenderResult::Refused(reason) if reason.contains("exit 3")));
+        let mut ran: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        ran.sort();
+        (
+            (counts.generator_runs, counts.from_cache, counts.refused),
+            ran,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_rendering_is_reused_until_its_text_the_runners_file_or_the_generator_changes() {
+        let (root, generator) = scripted_checkout();
+        let write = |path: &str, text: &str| std::fs::write(root.path().join(path), text).unwrap();
+        assert_eq!(
+            render(&generator).await,
+            ((3, 0, 1), vec!["a".into(), "b".into(), "bad".into()])
+        );
+        // Nothing changed: only the refusal is asked again.
+        assert_eq!(render(&generator).await, ((1, 2, 1), vec!["bad".into()]));
+        // One family's text: that family alone.
+        write(
+            "m.yaml",
+            "a:\n  image: x2\nb:\n  image: y\nbad:\n  image: z\n",
+        );
+        assert_eq!(
+            render(&generator).await,
+            ((2, 1, 1), vec!["a".into(), "bad".into()])
+        );
+        // The runners file: every family.
+        write("configs/runners.yaml", "b200: [b200-nv_0, b200-nv_1]\n");
+        assert_eq!(render(&generator).await.0, (3, 0, 1));
+        // Any file of the generator's folder: every family.
+        write("gen/helpers.sh", "# two\n");
+        assert_eq!(render(&generator).await.0, (3, 0, 1));
+        // Bytecode caches are not the generator's sources.
+        std::fs::create_dir_all(root.path().join("gen/__pycache__")).unwrap();
+        write("gen/__pycache__/helpers.pyc", "compiled");
+        assert_eq!(render(&generator).await.0, (1, 2, 1));
+    }
+
+    #[tokio::test]
+    async fn a_rendering_that_cannot_be_kept_is_used_and_counted() {
+        let (root, mut generator) = scripted_checkout();
+        std::fs::write(root.path().join("blocked"), "a file").unwrap();
+        generator.cache = root.path().join("blocked/cache");
+        let jobs = read_master(&generator.root, "m.yaml").unwrap();
+        let (results, counts, not_kept) = generator.render_all(&jobs).await;
+        assert!(matches!(&results[1], RenderResult::Entries(entries) if entries[0]["key"] == "b"));
+        assert_eq!((counts.generator_runs, counts.not_kept), (3, 2));
+        assert!(not_kept.unwrap().contains("blocked/cache"));
     }
 
     #[test]
