@@ -321,7 +321,13 @@ fn a_key_the_generator_refuses_is_reported_and_the_others_go_on() {
     let mut text = std::fs::read_to_string(&amd).unwrap();
     text.push_str("\nnot-recorded-key:\n  image: x\n");
     std::fs::write(&amd, text).unwrap();
-    checkout.commit("a key the generator refuses");
+    // A master file that cannot be read at all contributes nothing and hides nothing.
+    std::fs::write(
+        checkout.root().join("configs/amd-broken-master.yaml"),
+        "a: [unclosed\n",
+    )
+    .unwrap();
+    checkout.commit("a key the generator refuses, a file that is not YAML");
     let feed = serve(Feed::Catalog(derived_catalog()));
     let server = World::new().start();
     let pass = Pass::new(RUN);
@@ -346,8 +352,27 @@ fn a_key_the_generator_refuses_is_reported_and_the_others_go_on() {
     );
     assert_eq!(
         record["files"],
-        serde_json::json!(["configs/amd-master.yaml"])
+        serde_json::json!(["configs/amd-broken-master.yaml", "configs/amd-master.yaml"])
     );
+    assert!(
+        log.contains("::warning::discover: configs/amd-broken-master.yaml contributes no family: not valid YAML"),
+        "{log}"
+    );
+    let unreadable = record["unreadable-files"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0]["file"], "configs/amd-broken-master.yaml");
+    assert!(
+        unreadable[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not valid YAML")
+    );
+    assert!(record["families"].as_array().unwrap().iter().all(|family| {
+        !family["family"]
+            .as_str()
+            .unwrap()
+            .starts_with("configs/amd-broken")
+    }));
     assert!(pass.outputs()["has-candidates"] == "true");
 }
 
@@ -368,6 +393,9 @@ fn a_feed_that_fails_fails_the_step_and_writes_no_candidates() {
         let feed = serve(feed);
         let pass = Pass::new(RUN);
         shared_render_cache(&pass);
+        // An earlier discovery's candidates file is not left behind either.
+        std::fs::create_dir_all(pass.path("out")).unwrap();
+        std::fs::write(pass.path("out/candidates.json"), "[]").unwrap();
         let log = discover(
             &server,
             &pass,

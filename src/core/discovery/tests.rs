@@ -189,6 +189,9 @@ fn the_review_batch_cuts_the_rest() {
     assert_eq!(discovery.family_counts[&FamilyFate::Cut], 2);
     let kept = &discovery.candidates[0].family;
     assert_eq!(fate_of(&discovery, kept).fate, FamilyFate::Candidate);
+    // The rows of the families cut are cut too.
+    assert_eq!(discovery.row_counts[&RowFate::Cut], 1);
+    assert_eq!(discovery.row_counts[&RowFate::Candidate], 1);
 }
 
 #[test]
@@ -286,8 +289,26 @@ fn occupied_claimed_cooling_and_held_families_are_left_out_with_their_reasons() 
             .contains("klaude/auto-")
     );
     assert_eq!(discovery.candidate_ids(), [id("m.yaml:f")]);
-    assert_eq!(discovery.rows[0].fate, RowFate::Occupied);
-    assert!(discovery.rows[0].reason.starts_with("m.yaml:a: "));
+    // Each row takes its family's fate, with the family's reason.
+    let row_fates: Vec<RowFate> = discovery.rows.iter().map(|row| row.fate).collect();
+    assert_eq!(
+        row_fates,
+        [
+            RowFate::Occupied,
+            RowFate::Claimed,
+            RowFate::CoolingDown,
+            RowFate::Held,
+            RowFate::Occupied,
+            RowFate::Candidate,
+            RowFate::Occupied,
+        ]
+    );
+    for (row, name) in discovery.rows.iter().zip(names) {
+        assert!(
+            row.reason.starts_with(&format!("{name}: ")) || row.fate == RowFate::Candidate,
+            "{row:?}"
+        );
+    }
 }
 
 #[test]
