@@ -112,7 +112,6 @@ fn library_pass(
             timeout: Duration::from_secs(300),
             stdout_limit: PRODUCER_STDOUT_LIMIT,
             environment,
-            worktree_changes: Default::default(),
         },
         cache: None,
         no_evals_flag: "--no-evals".into(),

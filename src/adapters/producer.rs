@@ -10,7 +10,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Mutex;
@@ -43,12 +42,13 @@ pub struct ProducerSetup {
     /// The complete environment of git and the producer (PATH, HOME, LANG, TMPDIR and
     /// `producer.pass-env`): nothing else of klaud's environment, tokens included, reaches them.
     pub environment: Vec<(OsString, OsString)>,
-    /// Held while git changes the repository's worktree list (`worktree add`, `remove`,
-    /// `prune`). Heads are checked out concurrently, and git reading the administrative folder of
-    /// a worktree another task is removing fails the add ("failed to read …/commondir"); one
-    /// change at a time keeps every checkout of a pass independent of the others.
-    pub worktree_changes: Arc<Mutex<()>>,
 }
+
+/// Held while git changes a worktree list (`worktree add`, `remove`, `prune`). Heads are checked
+/// out concurrently, and git reading the administrative folder of a worktree another task is
+/// removing fails the add ("failed to read …/commondir"); one change at a time in this process
+/// keeps every checkout independent of the others.
+static WORKTREE_CHANGES: Mutex<()> = Mutex::const_new(());
 
 /// Why the producer head could not be checked out.
 #[derive(Debug)]
@@ -229,7 +229,7 @@ impl ProducerSetup {
             unique_suffix()
         ));
         let path = std::path::absolute(&path).unwrap_or(path);
-        let _changing = self.worktree_changes.lock().await;
+        let _changing = WORKTREE_CHANGES.lock().await;
         let added = run_child(&self.git(&[
             "worktree".as_ref(),
             "add".as_ref(),
@@ -259,7 +259,7 @@ impl ProducerSetup {
 
     async fn remove_checkout(&self, mut checkout: Checkout) -> CheckoutRemoval {
         checkout.removed = true;
-        let _changing = self.worktree_changes.lock().await;
+        let _changing = WORKTREE_CHANGES.lock().await;
         let removed = run_child(&self.git(&[
             "worktree".as_ref(),
             "remove".as_ref(),

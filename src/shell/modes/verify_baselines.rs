@@ -207,7 +207,6 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
             environment: context
                 .environment
                 .scrubbed_child_environment(&producer.pass_env),
-            worktree_changes: Default::default(),
         },
         cache: Some(ProducerCache::new(&context.directory)),
         no_evals_flag: producer.no_evals_flag.clone(),
