@@ -187,6 +187,110 @@ impl Default for WorkflowRunAction {
     }
 }
 
+github_words! {
+    /// GraphQL's `mergeable` of a pull request; GitHub computes it lazily, so `UNKNOWN` is an
+    /// answer, not an error.
+    pub enum Mergeable {
+        Mergeable = "MERGEABLE",
+        Conflicting = "CONFLICTING",
+        Unknown = "UNKNOWN",
+    }
+}
+
+github_words! {
+    /// GraphQL's `mergeStateStatus` of a pull request.
+    pub enum MergeStateStatus {
+        Behind = "BEHIND",
+        Blocked = "BLOCKED",
+        Clean = "CLEAN",
+        Dirty = "DIRTY",
+        Draft = "DRAFT",
+        HasHooks = "HAS_HOOKS",
+        Unknown = "UNKNOWN",
+        Unstable = "UNSTABLE",
+    }
+}
+
+github_words! {
+    /// GraphQL's `status` of a check run (`CheckStatusState`).
+    pub enum CheckStatus {
+        Requested = "REQUESTED",
+        Queued = "QUEUED",
+        Pending = "PENDING",
+        Waiting = "WAITING",
+        InProgress = "IN_PROGRESS",
+        Completed = "COMPLETED",
+    }
+}
+
+impl CheckStatus {
+    /// Only `COMPLETED` is completed: any other status, an unknown one included, is pending.
+    pub fn is_completed(&self) -> bool {
+        *self == CheckStatus::Completed
+    }
+}
+
+github_words! {
+    /// GraphQL's `conclusion` of a completed check run or check suite (`CheckConclusionState`).
+    pub enum CheckConclusion {
+        Success = "SUCCESS",
+        Failure = "FAILURE",
+        Neutral = "NEUTRAL",
+        Cancelled = "CANCELLED",
+        Skipped = "SKIPPED",
+        TimedOut = "TIMED_OUT",
+        ActionRequired = "ACTION_REQUIRED",
+        Stale = "STALE",
+        StartupFailure = "STARTUP_FAILURE",
+    }
+}
+
+impl CheckConclusion {
+    /// Only `SUCCESS` is a success.
+    pub fn is_success(&self) -> bool {
+        *self == CheckConclusion::Success
+    }
+
+    /// The conclusions that count as a failed check (contract §12); an unknown one does not.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            CheckConclusion::Failure
+                | CheckConclusion::TimedOut
+                | CheckConclusion::Cancelled
+                | CheckConclusion::StartupFailure
+                | CheckConclusion::ActionRequired
+        )
+    }
+}
+
+github_words! {
+    /// GraphQL's `state` of a commit status (`StatusState`).
+    pub enum StatusState {
+        Expected = "EXPECTED",
+        Error = "ERROR",
+        Failure = "FAILURE",
+        Pending = "PENDING",
+        Success = "SUCCESS",
+    }
+}
+
+impl StatusState {
+    /// `FAILURE` and `ERROR` are a failed status.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, StatusState::Failure | StatusState::Error)
+    }
+
+    /// `PENDING` and `EXPECTED` (a required status not reported yet) are still to come; so is
+    /// a state this version does not know.
+    pub fn is_pending(&self) -> bool {
+        matches!(
+            self,
+            StatusState::Pending | StatusState::Expected | StatusState::Other(_)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod execution;
 pub mod finish;
 pub mod github_state;
+pub mod health;
 pub mod install;
 pub mod ledger;
 pub mod outcome;

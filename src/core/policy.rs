@@ -48,6 +48,7 @@ pub struct Policy {
     /// `budget.daily-usd`: when the agent runs recorded this much in 24 hours, nothing new starts.
     pub daily_budget_usd: Option<f64>,
     pub dashboard: DashboardSettings,
+    pub health: HealthSettings,
 }
 
 /// The dashboard issue (contract §10); `dashboard` in `.github/klaud.yml`.
@@ -69,6 +70,57 @@ impl Default for DashboardSettings {
             title: "klaud dashboard".to_string(),
             label: "klaud-dashboard".to_string(),
             reopen: false,
+        }
+    }
+}
+
+/// How klaud reads the health of its open pull requests and estimates when their sweeps end
+/// (contract §12); `health` in `.github/klaud.yml`. The defaults name the InferenceX GPU runner
+/// pools with example runner counts: a repository states its own fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HealthSettings {
+    /// Runner pools by the `runs-on` label that names them, with the runners each has. A sweep
+    /// job's pool is the first of its labels named here; any other job is pool `other`.
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 1}))]
+    pub pools: BTreeMap<String, u32>,
+    /// Runners of pool `other`, the jobs no configured pool names.
+    #[schemars(range(min = 1))]
+    pub default_runners: u32,
+    /// Minutes one sweep job takes, for a pool whose completed jobs klaud did not read.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub job_minutes: f64,
+    /// A running pull request with at most this many pending sweep jobs is *almost ready*.
+    pub almost_ready_jobs: u32,
+    /// Active sweep runs whose jobs one pass reads (one page of 100 jobs each); the estimates
+    /// of pull requests with runs past it are partial.
+    pub max_run_reads: u32,
+}
+
+/// The InferenceX GPU runner pools, with example runner counts.
+pub const INFERENCEX_POOLS: [(&str, u32); 9] = [
+    ("b200", 12),
+    ("b300", 18),
+    ("h100", 19),
+    ("h200", 18),
+    ("mi300x", 9),
+    ("mi325x", 9),
+    ("mi355x", 9),
+    ("gb200", 4),
+    ("gb300", 4),
+];
+
+impl Default for HealthSettings {
+    fn default() -> Self {
+        HealthSettings {
+            pools: INFERENCEX_POOLS
+                .iter()
+                .map(|(pool, runners)| (pool.to_string(), *runners))
+                .collect(),
+            default_runners: 4,
+            job_minutes: 7.0,
+            almost_ready_jobs: 5,
+            max_run_reads: 20,
         }
     }
 }
@@ -243,6 +295,7 @@ pub(crate) mod tests {
             cooldown_overrides: BTreeMap::new(),
             daily_budget_usd: None,
             dashboard: DashboardSettings::default(),
+            health: HealthSettings::default(),
         }
     }
 
