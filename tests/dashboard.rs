@@ -26,6 +26,7 @@ use fake_github::{
 };
 use klaud::core::dashboard::checkbox::{BoxKey, read_boxes};
 use klaud::core::dashboard::render::{DashboardView, render};
+use klaud::core::health::HealthFacts;
 use klaud::core::ledger::SessionState;
 use klaud::core::outcome::Outcome;
 use klaud::core::policy::Policy;
@@ -516,6 +517,11 @@ fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snap
             ledger_found: true,
             pull_requests: &pulls,
             repository: "acme/bench",
+            health: HealthFacts {
+                pulls: &Listed::complete(Vec::new()),
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: &policy.sweep_workflow,
+            },
         },
         &policy,
         time(now),

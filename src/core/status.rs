@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::cooldown::running_cooldowns;
 use super::cost::{CostReport, cost_report};
+use super::health::{HealthFacts, HealthReport, health_report};
 use super::ledger::{Ledger, SessionState};
 use super::policy::Policy;
 use super::snapshot::Listed;
@@ -54,6 +55,10 @@ pub struct StatusReport {
     pub pull_requests_unknown: Option<String>,
     /// What the agent runs cost over the last 7 days, and the sessions per outcome.
     pub cost: CostReport,
+    /// The health of klaud's open pull requests: `almost-ready`, `pull-requests`, `pools`
+    /// (contract §12).
+    #[serde(flatten)]
+    pub health: HealthReport,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -111,6 +116,8 @@ pub struct StatusFacts<'a> {
     /// klaud's open pull requests; when not all were listed, none is shown and the gap is said.
     pub pull_requests: &'a Listed<KlaudPullRequest>,
     pub repository: &'a str,
+    /// klaud's open pull requests with their checks, and the jobs of their sweep runs.
+    pub health: HealthFacts<'a>,
 }
 
 pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>) -> StatusReport {
@@ -181,6 +188,7 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
             .collect(),
         pull_requests_unknown: facts.pull_requests.gap.clone(),
         cost: cost_report(ledger, policy, now),
+        health: health_report(facts.health, &policy.health),
         sessions,
     }
 }
@@ -267,6 +275,11 @@ mod tests {
             ledger_found: true,
             pull_requests: pulls,
             repository: "acme/bench",
+            health: HealthFacts {
+                pulls: &Listed::complete(Vec::new()),
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: "run-sweep.yml",
+            },
         };
         status_report(facts, &inferencex_policy(), now())
     }

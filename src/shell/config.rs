@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::core::outcome::{DefaultCooldown, Outcome, StatusLabel};
-use crate::core::policy::{DashboardSettings, Policy, SessionLimits};
+use crate::core::policy::{DashboardSettings, HealthSettings, Policy, SessionLimits};
 
 /// `.github/klaud.yml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -47,6 +47,9 @@ pub struct Config {
     /// Where `discover` finds candidates: the master configs, the generator's arguments, the
     /// public feeds and the publisher's spellings (contract §11).
     pub discovery: DiscoverySettings,
+    /// How the health of klaud's open pull requests is read and their sweeps' end estimated
+    /// (contract §12).
+    pub health: HealthSettings,
 }
 
 /// `discovery` (contract §11).
@@ -284,6 +287,7 @@ impl Default for Config {
             budget: BudgetSettings::default(),
             dashboard: DashboardSettings::default(),
             discovery: DiscoverySettings::default(),
+            health: HealthSettings::default(),
         }
     }
 }
@@ -379,6 +383,7 @@ impl Config {
             session: self.session,
             daily_budget_usd: self.budget.daily_usd,
             dashboard: self.dashboard.clone(),
+            health: self.health.clone(),
         }
     }
 }
@@ -537,6 +542,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     validate_discovery(&config.discovery)?;
+    validate_health(&config.health)?;
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");
         let Some(outcome) = Outcome::parse(name) else {
@@ -551,6 +557,40 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         if !days.is_finite() || *days < 0.0 {
             return Err(invalid(&key, "must be a number of days of at least 0"));
         }
+    }
+    Ok(())
+}
+
+fn validate_health(health: &HealthSettings) -> Result<(), ConfigError> {
+    for (pool, runners) in &health.pools {
+        if pool.trim().is_empty() || pool == "other" {
+            return Err(invalid(
+                "health.pools",
+                "a pool is named by a non-empty runs-on label other than `other`",
+            ));
+        }
+        if *runners == 0 {
+            return Err(invalid(
+                &format!("health.pools.{pool}"),
+                "must be a positive whole number of runners",
+            ));
+        }
+    }
+    if health.default_runners == 0 {
+        return Err(invalid(
+            "health.default-runners",
+            "must be a positive whole number of runners",
+        ));
+    }
+    if !(health.job_minutes.is_finite() && health.job_minutes > 0.0 && health.job_minutes <= 1440.0)
+    {
+        return Err(invalid(
+            "health.job-minutes",
+            "must be a number of minutes above 0 and at most 1440",
+        ));
+    }
+    if health.max_run_reads > 100 {
+        return Err(invalid("health.max-run-reads", "must be from 0 to 100"));
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ use crate::core::snapshot::{
 };
 use crate::core::text::bounded;
 use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
+use crate::shell::health::{HealthSnapshot, health_of_open};
 
 /// Reads of one round sent at once.
 const READ_CONCURRENCY: usize = 8;
@@ -49,6 +50,8 @@ pub struct Gathered {
     /// The dashboard as read, when the pass keeps it; its accepted ticks are already applied
     /// to the snapshot's ledger, so the decision sees what they ask.
     pub dashboard: Option<DashboardRead>,
+    /// What the dashboard's health section is decided from, when the pass keeps the dashboard.
+    pub health: Option<HealthSnapshot>,
 }
 
 /// Reads everything the decision needs (with `dashboard`, the dashboard's ticks too); only an
@@ -61,9 +64,9 @@ pub async fn gather_recovery_facts(
     dashboard: bool,
 ) -> Result<Gathered, LedgerError> {
     let prefixes = listing_prefixes(policy);
-    let (loaded, (refs, pulls), runs) = tokio::join!(
+    let (loaded, (refs, pulls, health), runs) = tokio::join!(
         store.load(),
-        refs_and_open_pull_requests(client, policy, &prefixes),
+        refs_and_open_pull_requests(client, policy, &prefixes, dashboard),
         active_runs_and_planner_jobs(client, policy),
     );
     let (runs, planner_jobs) = runs;
@@ -95,17 +98,24 @@ pub async fn gather_recovery_facts(
         snapshot,
         loaded,
         dashboard,
+        health,
     })
 }
 
 /// The refs under the listing prefixes, then the open pull requests on the candidate branches
 /// among them (`GitHubClient::open_pull_requests_on`): what this reads follows klaud's
-/// branches, not the repository's open pull requests.
+/// branches, not the repository's open pull requests. With `health`, the pull requests are
+/// read with their checks and the jobs of their active sweep runs are read too.
 async fn refs_and_open_pull_requests(
     client: &GitHubClient,
     policy: &Policy,
     prefixes: &[String],
-) -> (Listed<RefFact>, Listed<PullRequestFact>) {
+    health: bool,
+) -> (
+    Listed<RefFact>,
+    Listed<PullRequestFact>,
+    Option<HealthSnapshot>,
+) {
     let listings = join_all(
         prefixes
             .iter()
@@ -123,11 +133,21 @@ async fn refs_and_open_pull_requests(
         gap: refs.gap.clone(),
     };
     let repository = client.repository().to_string();
-    let pulls = client
-        .open_pull_requests_on(&candidate_branches)
-        .await
-        .map(|pull| pull_request_fact(&pull, &repository));
-    (refs, pulls)
+    let (pulls, health) = match health {
+        true => {
+            let open = client
+                .open_pull_requests_with_checks_on(&candidate_branches)
+                .await;
+            let health = health_of_open(client, policy, &open).await;
+            (open.pulls, Some(health))
+        }
+        false => (
+            client.open_pull_requests_on(&candidate_branches).await,
+            None,
+        ),
+    };
+    let pulls = pulls.map(|pull| pull_request_fact(&pull, &repository));
+    (refs, pulls, health)
 }
 
 /// Every run of the repository that has not completed, and the jobs of the planner runs among

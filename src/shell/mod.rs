@@ -9,6 +9,7 @@ pub mod error;
 pub mod execute;
 pub mod gather;
 pub mod github;
+pub mod health;
 pub mod modes;
 pub mod outputs;
 

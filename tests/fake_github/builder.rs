@@ -9,8 +9,8 @@ use super::clock::{MINUTE, Timestamp};
 use super::git::{NewCommit, identity_for_login};
 use super::prng::fingerprint;
 use super::state::{
-    BodyEdit, GitIdentity, Issue, IssueComment, Job, Label, NextIds, PullRequest, PullState,
-    RepoState, Role, Workflow, WorkflowRun,
+    BodyEdit, CommitStatus, GitIdentity, Issue, IssueComment, Job, Label, Mergeability, NextIds,
+    PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun, hosted_runner_labels,
 };
 
 /// A commit to add. Logins may be `None`, as on GitHub when an email matches no account.
@@ -130,6 +130,8 @@ pub struct JobSpec {
     pub conclusion: Option<String>,
     pub started_at: Option<Timestamp>,
     pub completed_at: Option<Timestamp>,
+    /// The `runs-on` labels; empty means a GitHub-hosted `ubuntu-latest` runner.
+    pub labels: Vec<String>,
 }
 
 impl JobSpec {
@@ -140,17 +142,37 @@ impl JobSpec {
             conclusion: Some(conclusion.to_string()),
             started_at: None,
             completed_at: None,
+            labels: Vec::new(),
         }
     }
 
     pub fn in_progress(name: &str) -> Self {
         JobSpec {
-            name: name.to_string(),
             status: "in_progress".to_string(),
             conclusion: None,
-            started_at: None,
-            completed_at: None,
+            ..JobSpec::completed(name, "success")
         }
+    }
+
+    pub fn queued(name: &str) -> Self {
+        JobSpec {
+            status: "queued".to_string(),
+            conclusion: None,
+            ..JobSpec::completed(name, "success")
+        }
+    }
+
+    /// The job runs on runners with these `runs-on` labels.
+    pub fn on(mut self, labels: &[&str]) -> Self {
+        self.labels = labels.iter().map(|label| label.to_string()).collect();
+        self
+    }
+
+    /// The job ran from `started_at` for `minutes`.
+    pub fn took(mut self, started_at: Timestamp, minutes: i64) -> Self {
+        self.started_at = Some(started_at);
+        self.completed_at = Some(started_at.plus(minutes * MINUTE));
+        self
     }
 }
 
@@ -221,6 +243,7 @@ impl RepoState {
             workflows: BTreeMap::new(),
             runs: BTreeMap::new(),
             jobs: BTreeMap::new(),
+            statuses: Vec::new(),
             dispatches: Vec::new(),
             dispatched_run_listing_lag: 0,
             unlisted_runs: BTreeMap::new(),
@@ -580,6 +603,8 @@ impl RepoState {
             merged_at: None,
             merge_commit_sha: None,
             closed_by: None,
+            mergeability: Mergeability::default(),
+            behind: false,
         };
         if let Some(closed) = &spec.closed {
             let at = closed.at.unwrap_or(created_at.plus(MINUTE));
@@ -737,8 +762,45 @@ impl RepoState {
             started_at,
             completed_at,
             runner_name: Some(format!("runner-{}", id % 16)),
+            labels: match spec.labels.is_empty() {
+                true => hosted_runner_labels(),
+                false => spec.labels,
+            },
         });
         id
+    }
+
+    /// Adds a commit status of `context` on commit `sha`, created by `creator`; returns its id.
+    pub fn add_status(
+        &mut self,
+        sha: &str,
+        context: &str,
+        state: &str,
+        target_url: Option<&str>,
+        creator: &str,
+    ) -> u64 {
+        let id = 5_000_000_000 + self.statuses.len() as u64;
+        let created_at = self.now();
+        self.statuses.push(CommitStatus {
+            id,
+            sha: sha.to_string(),
+            context: context.to_string(),
+            state: state.to_string(),
+            target_url: target_url.map(str::to_string),
+            description: None,
+            creator: creator.to_string(),
+            created_at,
+        });
+        id
+    }
+
+    /// Sets what GitHub computed of pull request `number`'s mergeability: conflicting or not
+    /// (or not computed yet), and behind its base.
+    pub fn set_mergeability(&mut self, number: u64, mergeability: Mergeability, behind: bool) {
+        if let Some(pull) = self.pulls.get_mut(&number) {
+            pull.mergeability = mergeability;
+            pull.behind = behind;
+        }
     }
 
     /// Writes a file on a branch as one commit by the repository owner (the branch is created

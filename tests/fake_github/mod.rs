@@ -40,8 +40,8 @@ pub use clock::Timestamp;
 pub use faults::{FaultConfig, FaultRule, FaultTiming, RateLimitConfig};
 pub use server::{FakeGitHub, FakeGitHubHandle, InjectedFault, LoggedRequest, RequestCounts};
 pub use state::{
-    BodyEdit, Commit, DeletedRef, Dispatch, GitIdentity, Issue, IssueComment, Job, Label,
-    PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
+    BodyEdit, Commit, CommitStatus, DeletedRef, Dispatch, GitIdentity, Issue, IssueComment, Job,
+    Label, Mergeability, PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
 };
 
 /// An HTTP client for a test to talk to the fake directly. klaud builds reqwest without a default

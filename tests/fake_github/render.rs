@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::git::FileChange;
 use super::prng::user_id;
 use super::state::{
-    Commit, Issue, IssueComment, Job, Label, PullRequest, PullState, RepoState, Role, Workflow,
-    WorkflowRun,
+    Commit, Issue, IssueComment, Job, Label, Mergeability, PullRequest, PullState, RepoState, Role,
+    Workflow, WorkflowRun,
 };
 
 pub const HTML_BASE: &str = "https://github.com";
@@ -368,10 +368,14 @@ pub fn pull_request_detail(state: &RepoState, pull: &PullRequest, api: &str) -> 
         .filter(|comment| comment.issue_number == pull.number)
         .count();
     let open = pull.state == PullState::Open;
-    let mergeable_state = match (open, pull.draft) {
-        (true, true) => "draft",
-        (true, false) => "clean",
-        (false, _) => "unknown",
+    let mergeable_state = match open {
+        true => pull.merge_state_status().to_ascii_lowercase(),
+        false => "unknown".to_string(),
+    };
+    let mergeable = match (open, pull.mergeability) {
+        (true, Mergeability::Mergeable) => json!(true),
+        (true, Mergeability::Conflicting) => json!(false),
+        _ => Value::Null,
     };
     let merged_by = pull
         .merged_at
@@ -382,7 +386,7 @@ pub fn pull_request_detail(state: &RepoState, pull: &PullRequest, api: &str) -> 
         &mut answer,
         json!({
             "merged": pull.merged_at.is_some(),
-            "mergeable": if open { json!(true) } else { Value::Null },
+            "mergeable": mergeable,
             "rebaseable": if open { json!(true) } else { Value::Null },
             "mergeable_state": mergeable_state,
             "merged_by": merged_by,
@@ -754,7 +758,7 @@ pub fn job(state: &RepoState, job: &Job, api: &str) -> Value {
         "name": job.name,
         "steps": [],
         "check_run_url": format!("{api}/repos/{full_name}/check-runs/{}", job.id),
-        "labels": ["ubuntu-latest"],
+        "labels": job.labels,
         "runner_id": job.runner_name.as_ref().map(|_| job.id % 16 + 1),
         "runner_name": job.runner_name,
         "runner_group_id": job.runner_name.as_ref().map(|_| 2),

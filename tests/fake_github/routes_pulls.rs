@@ -15,7 +15,7 @@ use super::errors::{ApiError, ApiResult, docs, json_response, parse_body};
 use super::pagination::{QueryParams, page_of, rendered_page_of};
 use super::render;
 use super::server::{RequestContext, Shared};
-use super::state::{PullRequest, PullState, RepoState};
+use super::state::{Mergeability, PullRequest, PullState, RepoState};
 
 /// GitHub lists at most this many commits of a pull request.
 const MAX_PULL_COMMITS: usize = 250;
@@ -318,6 +318,8 @@ async fn create_pull(
             merged_at: None,
             merge_commit_sha: None,
             closed_by: None,
+            mergeability: Mergeability::default(),
+            behind: false,
         },
     );
     Ok(json_response(

@@ -51,6 +51,9 @@ pub struct RepoState {
     pub runs: BTreeMap<u64, WorkflowRun>,
     /// Jobs by run id.
     pub jobs: BTreeMap<u64, Vec<Job>>,
+    /// Commit statuses (`POST /statuses/{sha}`), in the order they were created.
+    #[serde(default)]
+    pub statuses: Vec<CommitStatus>,
     /// Every accepted `workflow_dispatch`, in order.
     pub dispatches: Vec<Dispatch>,
     /// Run listings that leave out a newly dispatched run, as GitHub creates the run a moment
@@ -173,6 +176,47 @@ pub struct PullRequest {
     pub merge_commit_sha: Option<String>,
     /// Login that closed the issue (GitHub's `closed_by` on `GET /issues/{n}`).
     pub closed_by: Option<String>,
+    /// Whether it merges into its base cleanly, as GitHub last computed it.
+    #[serde(default)]
+    pub mergeability: Mergeability,
+    /// Its base moved past the head's merge base, and branch protection requires it to be up
+    /// to date (GitHub's `BEHIND`).
+    #[serde(default)]
+    pub behind: bool,
+}
+
+/// GitHub's `mergeable` of a pull request (REST gives `true`, `false` or `null`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mergeability {
+    #[default]
+    Mergeable,
+    Conflicting,
+    /// Not computed yet.
+    Unknown,
+}
+
+impl PullRequest {
+    /// GraphQL's `mergeable`.
+    pub fn mergeable_word(&self) -> &'static str {
+        match self.mergeability {
+            Mergeability::Mergeable => "MERGEABLE",
+            Mergeability::Conflicting => "CONFLICTING",
+            Mergeability::Unknown => "UNKNOWN",
+        }
+    }
+
+    /// GraphQL's `mergeStateStatus` (REST's `mergeable_state` in lower case): a draft is
+    /// `DRAFT`, a conflict `DIRTY`, mergeability not computed `UNKNOWN`, then `BEHIND` or `CLEAN`.
+    pub fn merge_state_status(&self) -> &'static str {
+        match (self.draft, self.mergeability, self.behind) {
+            (true, _, _) => "DRAFT",
+            (false, Mergeability::Conflicting, _) => "DIRTY",
+            (false, Mergeability::Unknown, _) => "UNKNOWN",
+            (false, Mergeability::Mergeable, true) => "BEHIND",
+            (false, Mergeability::Mergeable, false) => "CLEAN",
+        }
+    }
 }
 
 /// An issue that is not a pull request.
@@ -299,6 +343,28 @@ pub struct Job {
     pub started_at: Timestamp,
     pub completed_at: Option<Timestamp>,
     pub runner_name: Option<String>,
+    /// The `runs-on` labels.
+    #[serde(default = "hosted_runner_labels")]
+    pub labels: Vec<String>,
+}
+
+/// The labels of a job that runs on a GitHub-hosted runner.
+pub fn hosted_runner_labels() -> Vec<String> {
+    vec!["ubuntu-latest".to_string()]
+}
+
+/// A commit status: a context's state on a commit, as an outside service reports it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommitStatus {
+    pub id: u64,
+    pub sha: String,
+    pub context: String,
+    /// `error`, `failure`, `pending` or `success`.
+    pub state: String,
+    pub target_url: Option<String>,
+    pub description: Option<String>,
+    pub creator: String,
+    pub created_at: Timestamp,
 }
 
 /// A ref `DELETE /git/refs/…` or GraphQL's `updateRefs` removed, and where it pointed when it
@@ -417,6 +483,15 @@ impl RepoState {
         self.workflows
             .values()
             .find(|workflow| workflow.path == key || workflow.file_name() == key)
+    }
+
+    /// The latest status of each context on commit `sha`, by context.
+    pub fn latest_statuses(&self, sha: &str) -> Vec<&CommitStatus> {
+        let mut latest: BTreeMap<&str, &CommitStatus> = BTreeMap::new();
+        for status in self.statuses.iter().filter(|status| status.sha == sha) {
+            latest.insert(status.context.as_str(), status);
+        }
+        latest.into_values().collect()
     }
 
     pub fn jobs_of_run(&self, run_id: u64) -> &[Job] {

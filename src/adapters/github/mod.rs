@@ -18,6 +18,7 @@ pub mod issues;
 pub mod models;
 pub mod open_pulls;
 pub mod pagination;
+pub mod pull_checks;
 pub mod pulls;
 pub mod transport;
 pub mod writes;

@@ -242,6 +242,9 @@ pub struct Job {
     pub conclusion: Option<RunConclusion>,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// The job's `runs-on` labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
 }
 
 /// `{"total_count", "jobs": [...]}`.

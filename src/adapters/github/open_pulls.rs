@@ -18,10 +18,14 @@
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use std::collections::BTreeMap;
+
 use super::GitHubClient;
 use super::batch::{PULL_REQUEST_FRAGMENT, pull_request_and_issue, repository_variables};
 use super::graphql::GraphQlAnswer;
 use super::models::PullRequest;
+use super::pull_checks::{CHECKS_FRAGMENT, ChecksPage, HEALTH_FRAGMENT, HeadChecks, read_health};
+use crate::core::github_state::{MergeStateStatus, Mergeable};
 use crate::core::snapshot::Listed;
 
 /// Branches asked about in one query.
@@ -32,6 +36,20 @@ pub const BRANCHES_PER_QUERY: usize = 50;
 pub const OPEN_PULL_REQUESTS_PER_BRANCH: usize = 10;
 /// Queries sent at once.
 const QUERY_CONCURRENCY: usize = 4;
+
+/// The health fields of one pull request as its listing query read them.
+type FirstPage = (Mergeable, MergeStateStatus, ChecksPage);
+
+/// klaud's open pull requests, and with them, when asked, each one's mergeability and checks.
+#[derive(Debug)]
+pub struct OpenPullRequests {
+    pub pulls: Listed<PullRequest>,
+    /// By pull request number; a pull request the listing read has an entry when checks were
+    /// asked for, else none.
+    pub checks: BTreeMap<u64, HeadChecks>,
+    /// The first page of each pull request's checks, before the rest is read.
+    first_pages: BTreeMap<u64, FirstPage>,
+}
 
 impl GitHubClient {
     /// The branches under each of `prefixes`, listed at once (names without `refs/heads/`, sorted,
@@ -70,6 +88,41 @@ impl GitHubClient {
     /// The open pull requests whose head branch is one of `branches` (newest first), forks'
     /// included; incomplete when `branches` is, or when some branch's could not all be read.
     pub async fn open_pull_requests_on(&self, branches: &Listed<String>) -> Listed<PullRequest> {
+        self.open_pull_requests_read(branches, false).await.pulls
+    }
+
+    /// The open pull requests on `branches` as [`Self::open_pull_requests_on`] lists them, each
+    /// read in the same queries with its mergeability and the checks on its head (paged past
+    /// the first 100 by follow-up queries).
+    pub async fn open_pull_requests_with_checks_on(
+        &self,
+        branches: &Listed<String>,
+    ) -> OpenPullRequests {
+        let mut read = self.open_pull_requests_read(branches, true).await;
+        let pages: Vec<(u64, HeadChecks)> =
+            futures::stream::iter(std::mem::take(&mut read.first_pages).into_iter().map(
+                |(number, (mergeable, merge_state, page))| async move {
+                    let checks = self.remaining_checks(number, page).await;
+                    let head = HeadChecks {
+                        mergeable,
+                        merge_state,
+                        checks,
+                    };
+                    (number, head)
+                },
+            ))
+            .buffered(QUERY_CONCURRENCY)
+            .collect()
+            .await;
+        read.checks.extend(pages);
+        read
+    }
+
+    async fn open_pull_requests_read(
+        &self,
+        branches: &Listed<String>,
+        with_checks: bool,
+    ) -> OpenPullRequests {
         let mut gaps: Vec<String> = branches
             .gap
             .iter()
@@ -78,7 +131,8 @@ impl GitHubClient {
         let chunks: Vec<&[String]> = branches.items.chunks(BRANCHES_PER_QUERY).collect();
         let answers: Vec<(&[String], Result<GraphQlAnswer, String>)> =
             futures::stream::iter(chunks.into_iter().map(|chunk| async move {
-                let (query, variables) = open_pull_requests_query(self.repository(), chunk);
+                let (query, variables) =
+                    open_pull_requests_query(self.repository(), chunk, with_checks);
                 let answer = self
                     .graphql_read("open pull requests", &query, variables)
                     .await
@@ -89,11 +143,13 @@ impl GitHubClient {
             .collect()
             .await;
         let mut pulls = Vec::new();
+        let mut first_pages = BTreeMap::new();
         for (chunk, answer) in answers {
             match answer {
                 Ok(answer) => {
-                    let read = read_answer(&answer, chunk, self.repository());
+                    let read = read_answer(&answer, chunk, self.repository(), with_checks);
                     pulls.extend(read.pulls);
+                    first_pages.extend(read.first_pages);
                     gaps.extend(read.gaps);
                 }
                 Err(error) => gaps.push(format!(
@@ -103,9 +159,13 @@ impl GitHubClient {
             }
         }
         pulls.sort_by_key(|pull: &PullRequest| std::cmp::Reverse(pull.number));
-        match gaps.is_empty() {
-            true => Listed::complete(pulls),
-            false => Listed::incomplete(pulls, gaps.join("; ")),
+        OpenPullRequests {
+            pulls: match gaps.is_empty() {
+                true => Listed::complete(pulls),
+                false => Listed::incomplete(pulls, gaps.join("; ")),
+            },
+            checks: BTreeMap::new(),
+            first_pages,
         }
     }
 
@@ -121,8 +181,13 @@ impl GitHubClient {
 }
 
 /// The query text and variables asking for the open pull requests of `branches`, aliased `b0`,
-/// `b1`, …; every branch name travels as a variable, never inside the query text.
-pub fn open_pull_requests_query(repository: &str, branches: &[String]) -> (String, Value) {
+/// `b1`, …, with their mergeability and first page of checks when `with_checks`; every branch
+/// name travels as a variable, never inside the query text.
+pub fn open_pull_requests_query(
+    repository: &str,
+    branches: &[String],
+    with_checks: bool,
+) -> (String, Value) {
     let (mut variables, mut declarations) = repository_variables(repository);
     let mut fields = Vec::new();
     for (index, branch) in branches.iter().enumerate() {
@@ -130,11 +195,16 @@ pub fn open_pull_requests_query(repository: &str, branches: &[String]) -> (Strin
         declarations.push(format!("${alias}: String!"));
         variables.insert(alias.clone(), json!(branch));
         fields.push(format!(
-            "{alias}: pullRequests(headRefName: ${alias}, states: [OPEN], first: {OPEN_PULL_REQUESTS_PER_BRANCH}) {{ totalCount nodes {{ ...pull }} }}"
+            "{alias}: pullRequests(headRefName: ${alias}, states: [OPEN], first: {OPEN_PULL_REQUESTS_PER_BRANCH}) {{ totalCount nodes {{ ...pull{} }} }}",
+            if with_checks { " ...health" } else { "" }
         ));
     }
+    let fragments = match with_checks {
+        true => format!("{PULL_REQUEST_FRAGMENT} {HEALTH_FRAGMENT} {CHECKS_FRAGMENT}"),
+        false => PULL_REQUEST_FRAGMENT.to_string(),
+    };
     let query = format!(
-        "query({}) {{ repository(owner: $owner, name: $name) {{ id {} }} }} {PULL_REQUEST_FRAGMENT}",
+        "query({}) {{ repository(owner: $owner, name: $name) {{ id {} }} }} {fragments}",
         declarations.join(", "),
         fields.join(" "),
     );
@@ -144,12 +214,19 @@ pub fn open_pull_requests_query(repository: &str, branches: &[String]) -> (Strin
 /// What one answer gave: the pull requests read, and what it left unknown.
 struct ReadAnswer {
     pulls: Vec<PullRequest>,
+    first_pages: BTreeMap<u64, FirstPage>,
     gaps: Vec<String>,
 }
 
-fn read_answer(answer: &GraphQlAnswer, branches: &[String], repository: &str) -> ReadAnswer {
+fn read_answer(
+    answer: &GraphQlAnswer,
+    branches: &[String],
+    repository: &str,
+    with_checks: bool,
+) -> ReadAnswer {
     let mut read = ReadAnswer {
         pulls: Vec::new(),
+        first_pages: BTreeMap::new(),
         gaps: Vec::new(),
     };
     let Some(repository_node) = answer
@@ -169,8 +246,15 @@ fn read_answer(answer: &GraphQlAnswer, branches: &[String], repository: &str) ->
     };
     for (index, branch) in branches.iter().enumerate() {
         let alias = format!("b{index}");
-        match read_branch(repository_node.get(&alias), repository) {
-            Ok(pulls) => read.pulls.extend(pulls),
+        match read_branch(repository_node.get(&alias), repository, with_checks) {
+            Ok(pulls) => {
+                for (pull, first_page) in pulls {
+                    if let Some(first_page) = first_page {
+                        read.first_pages.insert(pull.number, first_page);
+                    }
+                    read.pulls.push(pull);
+                }
+            }
             Err(reason) => {
                 let reason = answer
                     .problems
@@ -188,8 +272,13 @@ fn read_answer(answer: &GraphQlAnswer, branches: &[String], repository: &str) ->
     read
 }
 
-/// One branch's connection: every open pull request it has, or why they are not all known.
-fn read_branch(connection: Option<&Value>, repository: &str) -> Result<Vec<PullRequest>, String> {
+/// One branch's connection: every open pull request it has (with its health fields when asked),
+/// or why they are not all known.
+fn read_branch(
+    connection: Option<&Value>,
+    repository: &str,
+    with_checks: bool,
+) -> Result<Vec<(PullRequest, Option<FirstPage>)>, String> {
     let connection = connection
         .filter(|value| !value.is_null())
         .ok_or("the answer leaves it out")?;
@@ -209,7 +298,16 @@ fn read_branch(connection: Option<&Value>, repository: &str) -> Result<Vec<PullR
     }
     nodes
         .iter()
-        .map(|node| pull_request_and_issue(node, repository).map(|(pull, _)| pull))
+        .map(|node| {
+            let (pull, _) = pull_request_and_issue(node, repository)?;
+            let health = match with_checks {
+                true => {
+                    Some(read_health(node).map_err(|error| format!("#{}: {error}", pull.number))?)
+                }
+                false => None,
+            };
+            Ok((pull, health))
+        })
         .collect()
 }
 
@@ -246,6 +344,7 @@ mod tests {
         let (query, variables) = open_pull_requests_query(
             "acme/widgets",
             &branches(&["klaud/auto-a\"}", "klaud/auto-b"]),
+            false,
         );
         assert!(query.contains("b0: pullRequests(headRefName: $b0, states: [OPEN], first: 10)"));
         assert!(query.contains("b1: pullRequests(headRefName: $b1"));
@@ -266,6 +365,7 @@ mod tests {
             &answer(data, vec![]),
             &branches(&["klaud/auto-a"]),
             "acme/widgets",
+            false,
         );
         assert!(read.gaps.is_empty());
         let heads: Vec<(u64, String)> = read
@@ -288,6 +388,7 @@ mod tests {
             &answer(data, vec![]),
             &branches(&["klaud/auto-a", "klaud/auto-b"]),
             "acme/widgets",
+            false,
         );
         assert_eq!(
             read.gaps,
@@ -309,6 +410,7 @@ mod tests {
             &answer(data, problems),
             &branches(&["klaud/auto-a", "klaud/auto-b"]),
             "acme/widgets",
+            false,
         );
         assert_eq!(read.pulls, vec![]);
         assert_eq!(
@@ -326,6 +428,7 @@ mod tests {
             &answer(json!({"repository": null}), vec![]),
             &branches(&["klaud/auto-a", "klaud/auto-b"]),
             "acme/widgets",
+            false,
         );
         assert_eq!(
             read.gaps,

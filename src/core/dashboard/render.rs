@@ -14,6 +14,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use super::checkbox::{BoxKey, RenderedBox};
 use super::ticks::{JudgedTick, TickVerdict};
 use crate::core::cooldown::CooldownScope;
+use crate::core::github_state::Mergeable;
+use crate::core::health::{Health, HealthReport, PullRequestHealth};
 use crate::core::ledger::Ledger;
 use crate::core::status::StatusReport;
 use crate::core::steering::IgnoredTick;
@@ -127,6 +129,7 @@ fn sections(view: &DashboardView<'_>) -> Vec<Section> {
     vec![
         steering_section(view),
         sessions_section(view),
+        pull_requests_section(view),
         resume_section(view),
         cooldowns_section(view),
         selection_section(view),
@@ -201,6 +204,155 @@ fn sessions_section(view: &DashboardView<'_>) -> Section {
         ));
     }
     section
+}
+
+/// Failed check names shown in a pull request's line before the rest are counted.
+const FAILED_NAMES_SHOWN: usize = 3;
+
+/// Every open klaud pull request on one line: *almost ready* first (soonest first), then by
+/// health, newest first in each (contract §12).
+fn pull_requests_section(view: &DashboardView<'_>) -> Section {
+    let health = &view.report.health;
+    let mut section = Section::new(format!(
+        "Pull requests: {} open",
+        health.pull_requests.len()
+    ));
+    if !health.pull_requests.is_empty() {
+        section.intro.push(pull_request_counts(health));
+    }
+    section.empty = Some("No open klaud pull request.".to_string());
+    section.header = vec![
+        "| pull request | candidate | health | checks | pending sweep jobs | ETA | failed |"
+            .to_string(),
+        "|---|---|---|---|---|---|---|".to_string(),
+    ];
+    let almost_ready = health.almost_ready.iter().filter_map(|number| {
+        health
+            .pull_requests
+            .iter()
+            .find(|pull| pull.number == *number)
+    });
+    let others = health
+        .pull_requests
+        .iter()
+        .filter(|pull| !health.almost_ready.contains(&pull.number));
+    for pull in almost_ready {
+        section.rows.push(pull_request_line(view, pull, true));
+    }
+    for pull in others {
+        section.rows.push(pull_request_line(view, pull, false));
+    }
+    section
+}
+
+/// How many pull requests have each health, and the queue they wait in.
+fn pull_request_counts(health: &HealthReport) -> String {
+    let counts: Vec<String> = Health::ALL
+        .iter()
+        .filter_map(|kind| {
+            let count = health
+                .pull_requests
+                .iter()
+                .filter(|pull| pull.health == *kind)
+                .count();
+            (count > 0).then(|| format!("{count} {}", kind.name()))
+        })
+        .collect();
+    let pools: Vec<String> = health
+        .pools
+        .iter()
+        .map(|pool| {
+            format!(
+                "{} {} pending on {} runners, {:.1} min a job",
+                code(&pool.pool),
+                pool.pending,
+                pool.runners,
+                pool.job_minutes
+            )
+        })
+        .collect();
+    let mut line = format!(
+        "{}; {} almost ready.",
+        counts.join(", "),
+        health.almost_ready.len()
+    );
+    if !pools.is_empty() {
+        line.push_str(&format!(" Queue: {}.", pools.join("; ")));
+    }
+    if health.sweep_runs_read < health.sweep_runs_active {
+        line.push_str(&format!(
+            " {} of {} active sweep runs read: estimates past them are partial (≥).",
+            health.sweep_runs_read, health.sweep_runs_active
+        ));
+    }
+    line
+}
+
+fn pull_request_line(view: &DashboardView<'_>, pull: &PullRequestHealth, almost: bool) -> String {
+    let mut state = pull.health.name().to_string();
+    if almost {
+        state.push_str(", almost ready");
+    }
+    if pull.conflicting {
+        state.push_str(", conflicting");
+    }
+    if pull.behind {
+        state.push_str(", behind");
+    }
+    if pull.mergeable == Mergeable::Unknown {
+        state.push_str(", mergeability unknown");
+    }
+    if pull.draft {
+        state.push_str(", draft");
+    }
+    let checks = match pull.checks.is_empty() {
+        true => "—".to_string(),
+        false => pull
+            .checks
+            .iter()
+            .map(|(word, count)| format!("{count} {}", word.to_ascii_lowercase()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let pending = match pull.pending.is_empty() {
+        true => "—".to_string(),
+        false => pull
+            .pending
+            .iter()
+            .map(|(pool, count)| format!("{} {count}", cell(pool)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let eta = match (pull.eta_minutes, pull.eta_partial) {
+        (Some(minutes), false) => format!("~{minutes} min"),
+        (Some(minutes), true) => format!("≥ ~{minutes} min"),
+        (None, true) => "unknown (runs not read)".to_string(),
+        (None, false) => "—".to_string(),
+    };
+    let mut failed: Vec<String> = pull
+        .failed
+        .iter()
+        .take(FAILED_NAMES_SHOWN)
+        .map(|check| match &check.url {
+            Some(url) if url.starts_with("https://") && !url.contains([')', ' ', '|']) => {
+                format!("[{}]({url})", text(&check.name))
+            }
+            _ => cell(&check.name),
+        })
+        .collect();
+    if pull.failed.len() > FAILED_NAMES_SHOWN {
+        failed.push(format!("+{} more", pull.failed.len() - FAILED_NAMES_SHOWN));
+    }
+    format!(
+        "| [#{number}]({url}/pull/{number}) | {} | {state} | {checks} | {pending} | {eta} | {} |",
+        cell(&pull.candidate),
+        match failed.is_empty() {
+            true => "—".to_string(),
+            false => failed.join(", "),
+        },
+        number = pull.number,
+        url = view.repository_url,
+    )
 }
 
 /// A `resume now` box per parked session.

@@ -1,6 +1,7 @@
 //! The dashboard's steps together on small worlds: a ledger, a body klaud rendered, a person's
 //! edit, and the rewrite.
 
+use crate::core::health::HealthFacts;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -68,6 +69,11 @@ fn report(ledger: &Ledger) -> StatusReport {
             ledger_found: true,
             pull_requests: &pulls,
             repository: "octo/bench",
+            health: HealthFacts {
+                pulls: &Listed::complete(Vec::new()),
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: "run-sweep.yml",
+            },
         },
         &inferencex_policy(),
         now(),

@@ -198,7 +198,9 @@ pub struct PullRequestHealth {
     pub failed: Vec<FailedCheck>,
 }
 
-/// The health part of `status.json` and of the dashboard.
+/// The health part of `status.json` and of the dashboard. When klaud's open pull requests could
+/// not all be listed (the status report says why), those read are shown and every estimate is
+/// partial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct HealthReport {
@@ -211,9 +213,6 @@ pub struct HealthReport {
     /// Active sweep runs on the heads of klaud's pull requests, and how many of them were read.
     pub sweep_runs_active: usize,
     pub sweep_runs_read: usize,
-    /// Why the pull requests are not all shown, when they are not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unknown: Option<String>,
 }
 
 /// The report for `facts` under `settings`.
@@ -224,6 +223,12 @@ pub fn health_report(facts: HealthFacts<'_>, settings: &HealthSettings) -> Healt
         .iter()
         .map(|pull| pull_request_health(pull, facts.sweep_workflow, &queue))
         .collect();
+    if facts.pulls.gap.is_some() {
+        // Pull requests not listed may wait on the same pools: every estimate is a lower bound.
+        rows.iter_mut()
+            .filter(|row| row.health.is_running())
+            .for_each(|row| row.eta_partial = true);
+    }
     rows.sort_by(|a, b| {
         a.health
             .cmp(&b.health)
@@ -236,7 +241,6 @@ pub fn health_report(facts: HealthFacts<'_>, settings: &HealthSettings) -> Healt
         sweep_runs_active: queue.active_runs(),
         sweep_runs_read: queue.runs_read(),
         pull_requests: rows,
-        unknown: facts.pulls.gap.clone(),
     }
 }
 

@@ -493,18 +493,24 @@ fn pull_requests_are_grouped_by_health_newest_first_in_each() {
 }
 
 #[test]
-fn a_pull_request_listing_that_is_not_whole_is_said_so() {
-    let pulls = Listed::incomplete(Vec::new(), "the branches could not be listed");
+fn a_pull_request_listing_that_is_not_whole_makes_every_estimate_partial() {
+    let pulls = Listed::incomplete(
+        vec![pull(1, vec![sweep_check(10, 100, "IN_PROGRESS", None)])],
+        "the branches could not be listed",
+    );
+    let jobs = BTreeMap::from([(
+        10,
+        Listed::complete(vec![job(10, 101, "queued", None, &["b200"])]),
+    )]);
     let report = health_report(
         HealthFacts {
             pulls: &pulls,
-            jobs: &BTreeMap::new(),
+            jobs: &jobs,
             sweep_workflow: SWEEP,
         },
         &HealthSettings::default(),
     );
-    assert_eq!(
-        report.unknown.as_deref(),
-        Some("the branches could not be listed")
-    );
+    let row = row(&report, 1);
+    assert_eq!((row.eta_minutes, row.eta_partial), (Some(7), true));
+    assert!(report.almost_ready.is_empty());
 }

@@ -168,6 +168,7 @@ pub async fn run_pass(
         .map_err(|error| {
             format!("the ledger could not be written, nothing was changed: {error}")
         })?;
+    let health = gathered.health.unwrap_or_default();
     let dashboard = match (&mut dashboard_read, &settings.dashboard_url) {
         (Some(read), Some(url)) => {
             if !applied.steering_applied {
@@ -180,6 +181,7 @@ pub async fn run_pass(
                     ledger_found: true,
                     pull_requests: &open_pull_requests,
                     repository: connection.client.repository(),
+                    health: health.facts(policy),
                 },
                 policy,
                 settings.now,

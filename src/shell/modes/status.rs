@@ -15,13 +15,14 @@ use serde::Serialize;
 use super::StepContext;
 use super::work_files::write_json_file;
 use crate::adapters::ledger_store::LedgerStore;
-use crate::core::prepare_review::{ListedPullRequest, klaud_candidate_of};
+use crate::core::github_state::Mergeable;
 use crate::core::snapshot::Listed;
 use crate::core::status::{KlaudPullRequest, StatusFacts, StatusReport, status_report};
 use crate::shell::cli::StatusArgs;
 use crate::shell::dashboard::{DashboardReport, TickReading, read_dashboard, write_dashboard};
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
+use crate::shell::health::read_health;
 use crate::shell::outputs::markdown_table;
 
 /// `status.json`: the report, and what became of the dashboard when it was kept.
@@ -61,46 +62,42 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
     let client = &connection.client;
     let policy = &context.policy;
     let store = LedgerStore::new(client, &policy.state_branch);
-    let prefixes = [policy.branch_prefix.as_str()];
-    let (loaded, (_, open)) =
-        tokio::join!(store.load(), client.open_pull_requests_under(&prefixes));
+    let (loaded, (open, health)) = tokio::join!(store.load(), read_health(client, policy));
     let loaded = loaded.map_err(|error| {
         StepError::failed(format!(
             "the ledger on {} could not be read: {error}",
             policy.state_branch
         ))
     })?;
-    if let Some(gap) = &open.gap {
+    if let Some(gap) = &open.pulls.gap {
         reporter.warning(&format!(
             "status: klaud's open pull requests could not all be listed, so they are not shown: {gap}"
         ));
     }
     let pull_requests = Listed {
         items: open
+            .pulls
             .items
-            .into_iter()
+            .iter()
             .filter_map(|pull| {
-                let listed = ListedPullRequest {
-                    number: pull.number,
-                    title: pull.title,
-                    draft: pull.draft,
-                    author: None,
-                    head_branch: pull.head.branch,
-                    head_repository: pull.head.repo.map(|repository| repository.full_name),
-                    head_sha: pull.head.sha,
-                    labels: pull.labels.into_iter().map(|label| label.name).collect(),
-                };
-                let candidate = klaud_candidate_of(&listed, client.repository(), policy)?;
+                let head_repository = pull.head.repo.as_ref().map(|repo| repo.full_name.as_str());
+                let candidate = policy.candidate_of_pull_request(
+                    head_repository,
+                    &pull.head.branch,
+                    client.repository(),
+                )?;
                 Some(KlaudPullRequest {
-                    number: listed.number,
+                    number: pull.number,
                     candidate: candidate.to_string(),
-                    draft: listed.draft,
-                    labels: listed.labels.clone(),
+                    draft: pull.draft,
+                    labels: pull.labels.iter().map(|label| label.name.clone()).collect(),
                 })
             })
             .collect(),
         gap: open
+            .pulls
             .gap
+            .clone()
             .map(|gap| format!("klaud's open pull requests could not all be listed: {gap}")),
     };
     let facts = StatusFacts {
@@ -108,6 +105,7 @@ pub async fn run(context: &StepContext, arguments: &StatusArgs) -> Result<(), St
         ledger_found: loaded.blob_sha.is_some(),
         pull_requests: &pull_requests,
         repository: client.repository(),
+        health: health.facts(policy),
     };
     let now = Utc::now();
     let report = status_report(facts, policy, now);
@@ -278,6 +276,59 @@ fn sections(report: &StatusReport) -> Vec<Section> {
             ]
         })
         .collect();
+    let pulls = report
+        .health
+        .pull_requests
+        .iter()
+        .map(|pull| {
+            let mut health = pull.health.name().to_string();
+            for (flag, on) in [
+                (
+                    "almost ready",
+                    report.health.almost_ready.contains(&pull.number),
+                ),
+                ("conflicting", pull.conflicting),
+                ("behind", pull.behind),
+                ("mergeability unknown", pull.mergeable == Mergeable::Unknown),
+                ("draft", pull.draft),
+            ] {
+                if on {
+                    health.push_str(&format!(", {flag}"));
+                }
+            }
+            let joined =
+                |counts: &std::collections::BTreeMap<String, usize>| match counts.is_empty() {
+                    true => "-".to_string(),
+                    false => counts
+                        .iter()
+                        .map(|(word, count)| format!("{word} {count}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                };
+            vec![
+                format!("#{}", pull.number),
+                pull.candidate.clone(),
+                health,
+                joined(&pull.checks),
+                joined(&pull.pending),
+                match (pull.eta_minutes, pull.eta_partial) {
+                    (Some(minutes), false) => format!("~{minutes} min"),
+                    (Some(minutes), true) => format!(">= ~{minutes} min"),
+                    (None, true) => "unknown".to_string(),
+                    (None, false) => "-".to_string(),
+                },
+                match pull.failed.is_empty() {
+                    true => "-".to_string(),
+                    false => pull
+                        .failed
+                        .iter()
+                        .map(|check| check.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                },
+            ]
+        })
+        .collect();
     let per_outcome = report
         .cost
         .per_outcome
@@ -323,6 +374,20 @@ fn sections(report: &StatusReport) -> Vec<Section> {
             ],
             cooldowns,
             "no cooldown running",
+        ),
+        (
+            "Pull requests: health and sweep estimates",
+            vec![
+                "pull request",
+                "candidate",
+                "health",
+                "checks",
+                "pending sweep jobs",
+                "ETA",
+                "failed",
+            ],
+            pulls,
+            "no open klaud pull request",
         ),
         (
             "klaud pull requests without a session",

@@ -14,6 +14,7 @@
 //! - [`resolve`]: the fake's objects and their fields (repository, pull requests, issues and
 //!   the revisions of their bodies, commits, actors, labels, timeline items); [`mutations`]: the draft/ready toggles and `updateRefs`.
 
+pub mod checks;
 pub mod execute;
 pub mod mutations;
 pub mod resolve;

@@ -75,6 +75,25 @@ pub enum Obj {
     },
     PullRequestCommit(String),
     Commit(String),
+    /// The checks on commit `sha` of a pull request's head.
+    StatusCheckRollup(String),
+    /// A page of a rollup's checks.
+    CheckConnection {
+        checks: Vec<Obj>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    /// A GitHub Actions job as a check run.
+    CheckRun {
+        run_id: u64,
+        job_id: u64,
+    },
+    /// The latest commit status of a context, by its id.
+    StatusContext(u64),
+    /// A workflow run's check suite.
+    CheckSuite(u64),
+    WorkflowRun(u64),
+    WorkflowRunFile(u64),
     GitActor {
         login: Option<String>,
     },
@@ -107,6 +126,13 @@ impl Obj {
             Obj::PullRequestCommitConnection { .. } => "PullRequestCommitConnection",
             Obj::PullRequestCommit(_) => "PullRequestCommit",
             Obj::Commit(_) => "Commit",
+            Obj::StatusCheckRollup(_) => "StatusCheckRollup",
+            Obj::CheckConnection { .. } => "StatusCheckRollupContextConnection",
+            Obj::CheckRun { .. } => "CheckRun",
+            Obj::StatusContext(_) => "StatusContext",
+            Obj::CheckSuite(_) => "CheckSuite",
+            Obj::WorkflowRun(_) => "WorkflowRun",
+            Obj::WorkflowRunFile(_) => "WorkflowRunFile",
             Obj::GitActor { .. } => "GitActor",
             Obj::Payload { type_name, .. } => type_name,
         }
@@ -179,7 +205,7 @@ pub fn graphql_login(login: &str) -> &str {
     login.strip_suffix("[bot]").unwrap_or(login)
 }
 
-fn text<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     arguments.get(name).and_then(Value::as_str)
 }
 
@@ -350,6 +376,13 @@ pub fn field(
                 _ => unresolved(),
             }
         }
+        Obj::StatusCheckRollup(_)
+        | Obj::CheckConnection { .. }
+        | Obj::CheckRun { .. }
+        | Obj::StatusContext(_)
+        | Obj::CheckSuite(_)
+        | Obj::WorkflowRun(_)
+        | Obj::WorkflowRunFile(_) => super::checks::field(state, object, field, arguments),
         Obj::GitActor { login } => match field {
             // `user` is a `User`: a GitHub App's account (a `Bot`) is none.
             "user" => Ok(login
@@ -390,7 +423,7 @@ fn repository(state: &RepoState, arguments: &Map<String, Value>) -> FieldResult 
 
 /// `first`/`last` applied to `items`, as GitHub's connections take them (no cursors: this
 /// fake's connections give none).
-fn page<T>(
+pub(super) fn page<T>(
     mut items: Vec<T>,
     arguments: &Map<String, Value>,
     connection: &str,
@@ -699,6 +732,9 @@ fn pull_request_field(
             let (items, total) = page(items, arguments, "timelineItems")?;
             Resolved::Object(Obj::TimelineConnection { items, total })
         }
+        "mergeable" => Resolved::leaf(pull.mergeable_word()),
+        "mergeStateStatus" => Resolved::leaf(pull.merge_state_status()),
+        "statusCheckRollup" => super::checks::rollup(state, &pull.head_sha),
         "commits" => {
             let (shas, total) = page(pull_commits(state, number), arguments, "commits")?;
             Resolved::Object(Obj::PullRequestCommitConnection { shas, total })
