@@ -533,7 +533,7 @@ fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snap
         ticks: &[],
         others: &[],
     });
-    check_markdown(&body);
+    assert!(check_markdown(&body) >= 2, "{body}");
     let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/dashboard/standard-scenario.md");
     if std::env::var_os("KLAUD_UPDATE_SNAPSHOTS").is_some() {
@@ -550,7 +550,7 @@ fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snap
 
 /// Parses `body` as GitHub-flavoured Markdown: every klaud box is a task-list item, and every
 /// table row has as many cells as its header.
-fn check_markdown(body: &str) {
+fn check_markdown(body: &str) -> usize {
     let mut options = Options::empty();
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_TASKLISTS);
@@ -578,5 +578,161 @@ fn check_markdown(body: &str) {
     }
     let boxes = read_boxes(body).len();
     assert_eq!(task_items, boxes, "every box is a task-list item:\n{body}");
-    assert!(tables >= 2, "{body}");
+    tables
+}
+
+/// Fifty open klaud pull requests of every health, as the *Pull requests* section shows them
+/// (contract §12): one line each with its link, health, pending sweep jobs per pool and estimate;
+/// almost ready first. The body is well-formed GitHub-flavoured Markdown within GitHub's limit,
+/// every pull request a link, and the section matches its committed snapshot.
+#[test]
+fn fifty_pull_requests_fit_the_dashboard_one_line_each_and_match_their_snapshot() {
+    use klaud::core::github_state::{
+        CheckConclusion, CheckStatus, MergeStateStatus, Mergeable, RunStatus,
+    };
+    use klaud::core::health::{Check, CheckRun, CheckWorkflowRun, PullRequestChecks, SweepJob};
+
+    let now = Timestamp(1_764_590_400); // 2025-12-01T12:00:00Z
+    let ledger = klaud::core::ledger::Ledger::empty();
+    let policy = klaud::shell::config::Config::default().policy(5, 1.0);
+    let check = |run: u64, job: u64, status: &str, conclusion: Option<&str>| {
+        Check::Run(CheckRun {
+            name: format!("sweep / benchmark {job} (b200, fp8, 1k1k, conc 64)"),
+            id: Some(job),
+            status: CheckStatus::from(status),
+            conclusion: conclusion.map(CheckConclusion::from),
+            url: Some(format!(
+                "https://github.com/acme/bench/actions/runs/{run}/job/{job}"
+            )),
+            workflow_run: Some(CheckWorkflowRun {
+                id: run,
+                path: ".github/workflows/run-sweep.yml".into(),
+                status: CheckStatus::from(if status == "COMPLETED" {
+                    "COMPLETED"
+                } else {
+                    "IN_PROGRESS"
+                }),
+                conclusion: conclusion
+                    .filter(|_| status == "COMPLETED")
+                    .map(CheckConclusion::from),
+            }),
+        })
+    };
+    let mut jobs = std::collections::BTreeMap::new();
+    let pulls: Vec<PullRequestChecks> = (1..=50u64)
+        .map(|number| {
+            let run = 1_000 + number;
+            let base = number * 100;
+            let checks = match number % 5 {
+                // Failing: seven failed jobs, folded after three.
+                0 => (0..7)
+                    .map(|job| check(run, base + job, "COMPLETED", Some("FAILURE")))
+                    .collect(),
+                1 => vec![
+                    check(run, base, "COMPLETED", Some("SUCCESS")),
+                    check(run, base + 1, "IN_PROGRESS", None),
+                ],
+                2 => vec![check(run, base, "COMPLETED", Some("SUCCESS"))],
+                3 => vec![check(run, base, "COMPLETED", Some("SKIPPED"))],
+                _ => Vec::new(),
+            };
+            if number % 5 == 1 {
+                let pool = ["b200", "mi355x", "h100", "gpu-unnamed"][(number / 5 % 4) as usize];
+                let pending = (number % 9) as usize + 1;
+                let listed: Vec<SweepJob> = (0..pending as u64)
+                    .map(|job| SweepJob {
+                        id: base + 10 + job,
+                        run_id: run,
+                        name: format!("job {job}"),
+                        status: RunStatus::Queued,
+                        conclusion: None,
+                        labels: vec!["self-hosted".into(), pool.into()],
+                        started_at: None,
+                        completed_at: None,
+                    })
+                    .collect();
+                jobs.insert(run, Listed::complete(listed));
+            }
+            PullRequestChecks {
+                number,
+                candidate: format!("{number:016x}-ea7bf153004ad90b"),
+                created_at: time(now) - chrono::Duration::hours(number as i64),
+                draft: false,
+                head_sha: format!("{number:040x}"),
+                mergeable: match number % 7 {
+                    0 => Mergeable::Conflicting,
+                    3 => Mergeable::Unknown,
+                    _ => Mergeable::Mergeable,
+                },
+                merge_state: match number % 11 {
+                    4 => MergeStateStatus::Behind,
+                    _ => MergeStateStatus::Clean,
+                },
+                checks: Listed::complete(checks),
+            }
+        })
+        .collect();
+    let pulls = Listed::complete(pulls);
+    let report = status_report(
+        StatusFacts {
+            ledger: &ledger,
+            ledger_found: true,
+            pull_requests: &Listed::complete(Vec::new()),
+            repository: "acme/bench",
+            health: HealthFacts {
+                pulls: &pulls,
+                jobs: &jobs,
+                sweep_workflow: &policy.sweep_workflow,
+            },
+        },
+        &policy,
+        time(now),
+    );
+    let body = render(&DashboardView {
+        report: &report,
+        ledger: &ledger,
+        repository_url: "https://github.com/acme/bench",
+        ticks: &[],
+        others: &[],
+    });
+    assert!(
+        check_markdown(&body) >= 1,
+        "the pull requests are a table:\n{body}"
+    );
+    assert!(body.chars().count() <= 65_536);
+    let section: String = body
+        .split("\n## ")
+        .find(|section| section.starts_with("Pull requests"))
+        .expect("the pull requests section")
+        .to_string();
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("| [#"))
+        .collect();
+    assert_eq!(rows.len(), 50, "one line a pull request:\n{section}");
+    // Every pull request is a link, as GitHub renders the body.
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    let links: std::collections::BTreeSet<String> = Parser::new_ext(&body, options)
+        .filter_map(|event| match event {
+            Event::Start(Tag::Link { dest_url, .. }) => Some(dest_url.to_string()),
+            _ => None,
+        })
+        .filter(|url| url.contains("/pull/"))
+        .collect();
+    assert_eq!(links.len(), 50);
+    // Almost ready first, the soonest first; failed jobs folded after three.
+    assert!(rows[0].contains("running, almost ready"), "{}", rows[0]);
+    assert!(section.contains("+4 more"));
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dashboard/fifty-pull-requests.md");
+    if std::env::var_os("KLAUD_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&snapshot, &section).unwrap();
+    }
+    let expected = std::fs::read_to_string(&snapshot)
+        .expect("the snapshot (KLAUD_UPDATE_SNAPSHOTS=1 writes it)");
+    assert_eq!(
+        section, expected,
+        "the rendering changed: review it and update the snapshot"
+    );
 }

@@ -26,8 +26,8 @@ use fake_github::graphql::schema::Schema;
 use fake_github::graphql::validate::validate;
 use fake_github::graphql::{Document, GraphqlError, OperationSummary, parse};
 use fake_github::{
-    ClosedSpec, CommitSpec, DeletedRef, FakeGitHub, FakeGitHubHandle, IssueSpec, PullRequestSpec,
-    RepoState, Timestamp,
+    ClosedSpec, CommitSpec, DeletedRef, FakeGitHub, FakeGitHubHandle, IssueSpec, JobSpec,
+    PullRequestSpec, RepoState, RunSpec, Timestamp,
 };
 use graphql_parser::query::{Definition, OperationDefinition};
 use klaud::adapters::github::batch::{DetailBatch, detail_queries};
@@ -35,8 +35,11 @@ use klaud::adapters::github::graphql::{
     CONVERT_TO_DRAFT, ConditionalDeletion, ISSUE_EDIT_HISTORY, MARK_READY, RefUpdates, UPDATE_REFS,
     ZERO_OID,
 };
+use klaud::adapters::github::open_pulls::open_pull_requests_query;
+use klaud::adapters::github::pull_checks::checks_page_query;
 use klaud::adapters::github::transport::RetryPolicy;
 use klaud::adapters::github::{GitHubClient, GitHubSettings};
+use klaud::core::snapshot::Listed;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "bot-token";
@@ -1419,4 +1422,128 @@ async fn graphql_queries_count_as_reads_and_mutations_as_writes() {
     assert_eq!(log[5].graphql().unwrap().fields, ["updateRefs"]);
     let counts = server.request_counts();
     assert_eq!((counts.total, counts.reads, counts.writes), (6, 3, 3));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The health query: mergeability and the checks on a pull request's head (contract §12)
+
+/// A bot pull request whose head has 120 sweep jobs (one run) and a commit status, and a
+/// conflicting one whose head has no check at all.
+fn seeded_for_health() -> (RepoState, u64, u64) {
+    let mut state = seeded().state;
+    let busy = state.add_pull_request(PullRequestSpec {
+        draft: false,
+        ..bot_pull("klaud/auto-health-busy")
+    });
+    let quiet = state.add_pull_request(bot_pull("klaud/auto-health-quiet"));
+    state.set_mergeability(quiet, fake_github::Mergeability::Conflicting, false);
+    let head = state.pulls[&busy].head_sha.clone();
+    let jobs = (0..120)
+        .map(|index| match index {
+            0 => JobSpec::completed("sweep 0", "failure").on(&["self-hosted", "b200"]),
+            index if index < 100 => JobSpec::completed(&format!("sweep {index}"), "success")
+                .on(&["self-hosted", "b200"]),
+            index => JobSpec::queued(&format!("sweep {index}")).on(&["mi355x"]),
+        })
+        .collect();
+    state.add_run(RunSpec {
+        workflow: "run-sweep.yml".into(),
+        head_branch: Some("klaud/auto-health-busy".into()),
+        head_sha: Some(head.clone()),
+        status: "in_progress".into(),
+        conclusion: None,
+        jobs,
+        ..RunSpec::default()
+    });
+    state.add_status(&head, "ci/external", "pending", None, MAINTAINER);
+    state.add_status(
+        &head,
+        "ci/external",
+        "error",
+        Some("https://ci.example/1"),
+        MAINTAINER,
+    );
+    (state, busy, quiet)
+}
+
+#[tokio::test]
+async fn the_fakes_answers_to_klauds_health_query_conform_to_the_schema_and_page_past_100() {
+    let (state, busy, quiet) = seeded_for_health();
+    let server = FakeGitHub::start(state);
+    let branches = vec![
+        "klaud/auto-health-busy".to_string(),
+        "klaud/auto-health-quiet".to_string(),
+    ];
+    let (query, variables) = open_pull_requests_query(REPOSITORY, &branches, true);
+    assert_valid(&query, &variables);
+    let answer = ask(&server, &query, variables).await;
+    let busy_node = &answer["data"]["repository"]["b0"]["nodes"][0];
+    assert_eq!(busy_node["mergeable"], "MERGEABLE");
+    assert_eq!(busy_node["mergeStateStatus"], "CLEAN");
+    let contexts = &busy_node["statusCheckRollup"]["contexts"];
+    assert_eq!(
+        contexts["totalCount"], 121,
+        "120 jobs and the latest status of one context"
+    );
+    assert_eq!(contexts["nodes"].as_array().unwrap().len(), 100);
+    assert_eq!(contexts["pageInfo"]["hasNextPage"], true);
+    assert_eq!(contexts["nodes"][0]["conclusion"], "FAILURE");
+    assert_eq!(
+        contexts["nodes"][0]["checkSuite"]["workflowRun"]["file"]["path"],
+        ".github/workflows/run-sweep.yml"
+    );
+    let quiet_node = &answer["data"]["repository"]["b1"]["nodes"][0];
+    assert_eq!(quiet_node["mergeable"], "CONFLICTING");
+    assert_eq!(
+        quiet_node["mergeStateStatus"], "DRAFT",
+        "a draft is DRAFT first"
+    );
+    assert_eq!(quiet_node["statusCheckRollup"], Value::Null);
+
+    let cursor = contexts["pageInfo"]["endCursor"].as_str().unwrap();
+    let (next, variables) = checks_page_query(REPOSITORY, busy, cursor);
+    assert_valid(&next, &variables);
+    let page = ask(&server, &next, variables).await;
+    let rest = &page["data"]["repository"]["pullRequest"]["statusCheckRollup"]["contexts"];
+    assert_eq!(rest["nodes"].as_array().unwrap().len(), 21);
+    assert_eq!(rest["pageInfo"]["hasNextPage"], false);
+    assert_eq!(
+        rest["nodes"][20],
+        json!({"__typename": "StatusContext", "context": "ci/external", "state": "ERROR", "targetUrl": "https://ci.example/1"})
+    );
+
+    // klaud's client reads both pages: every check, in two requests for the busy head.
+    let client = client_for(&server);
+    let before = server.request_log().len();
+    let open = client
+        .open_pull_requests_with_checks_on(&Listed::complete(branches))
+        .await;
+    let requests = server.request_log().len() - before;
+    assert!(open.pulls.is_complete());
+    let busy_checks = &open.checks[&busy].checks;
+    assert!(busy_checks.is_complete(), "{:?}", busy_checks.gap);
+    assert_eq!(busy_checks.items.len(), 121);
+    assert!(open.checks[&quiet].checks.items.is_empty());
+    assert_eq!(
+        requests, 2,
+        "the listing with the first pages, then page 2 of one head"
+    );
+
+    // The jobs of the sweep run, one page of 100 of its 120, with their runner labels.
+    let run = open.checks[&busy]
+        .checks
+        .items
+        .iter()
+        .find_map(|check| match check {
+            klaud::core::health::Check::Run(run) => run.workflow_run.as_ref().map(|run| run.id),
+            _ => None,
+        })
+        .unwrap();
+    let jobs = client.sweep_run_jobs(run).await.unwrap();
+    assert_eq!(jobs.items.len(), 100);
+    assert_eq!(
+        jobs.gap.as_deref(),
+        Some(format!("run {run} has 120 jobs and one page of 100 was read").as_str())
+    );
+    assert_eq!(jobs.items[0].labels, vec!["self-hosted", "b200"]);
 }

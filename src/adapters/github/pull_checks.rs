@@ -27,7 +27,7 @@ pub const MAX_CHECK_PAGES: usize = 10;
 pub const JOBS_PER_RUN: usize = 100;
 
 /// The selection of a page of checks.
-pub const CHECKS_FRAGMENT: &str = "fragment checks on StatusCheckRollupContextConnection { totalCount pageInfo { hasNextPage endCursor } nodes { __typename ... on CheckRun { databaseId name status conclusion detailsUrl checkSuite { status conclusion workflowRun { databaseId file { path } } } } ... on StatusContext { context state targetUrl } } }";
+pub const CHECKS_FRAGMENT: &str = "fragment checks on StatusCheckRollupContextConnection { totalCount pageInfo { hasNextPage endCursor } nodes { __typename ... on CheckRun { name status conclusion detailsUrl checkSuite { status conclusion workflowRun { url file { path } } } } ... on StatusContext { context state targetUrl } } }";
 /// The health fields read with each open pull request: its mergeability and the first page of
 /// the checks on its head.
 pub const HEALTH_FRAGMENT: &str = "fragment health on PullRequest { mergeable mergeStateStatus statusCheckRollup { contexts(first: 100) { ...checks } } }";
@@ -96,6 +96,14 @@ pub fn read_checks_page(connection: &Value) -> Result<ChecksPage, String> {
     Ok(ChecksPage { checks, next })
 }
 
+/// The number that follows `marker` in `url` and ends it (`…/actions/runs/123` → 123). GraphQL's
+/// `databaseId` is a 32-bit `Int`, which GitHub's run and job ids have outgrown, so ids are read
+/// from the links GitHub gives.
+fn trailing_id(url: &str, marker: &str) -> Option<u64> {
+    let (_, rest) = url.rsplit_once(marker)?;
+    rest.parse().ok()
+}
+
 fn word<'a>(node: &'a Value, field: &str) -> Result<&'a str, String> {
     node.get(field)
         .and_then(Value::as_str)
@@ -109,7 +117,7 @@ fn read_check(node: &Value) -> Result<Check, String> {
             let workflow_run = suite.and_then(|suite| {
                 let run = suite.get("workflowRun").filter(|run| !run.is_null())?;
                 Some(CheckWorkflowRun {
-                    id: run.get("databaseId").and_then(Value::as_u64)?,
+                    id: trailing_id(run.get("url").and_then(Value::as_str)?, "/actions/runs/")?,
                     path: run
                         .pointer("/file/path")
                         .and_then(Value::as_str)?
@@ -123,7 +131,10 @@ fn read_check(node: &Value) -> Result<Check, String> {
             });
             Ok(Check::Run(CheckRun {
                 name: word(node, "name")?.to_string(),
-                id: node.get("databaseId").and_then(Value::as_u64),
+                id: node
+                    .get("detailsUrl")
+                    .and_then(Value::as_str)
+                    .and_then(|url| trailing_id(url, "/job/")),
                 status: CheckStatus::from(word(node, "status")?),
                 conclusion: node
                     .get("conclusion")
@@ -270,7 +281,8 @@ mod tests {
         let Check::Run(run) = &page.checks[0] else {
             panic!("a check run")
         };
-        assert_eq!(run.workflow_run.as_ref().unwrap().id, 1);
+        assert_eq!(run.workflow_run.as_ref().unwrap().id, 31_000_000_001);
+        assert_eq!(run.id, Some(70_000_000_007));
         assert_eq!(run.conclusion, Some(CheckConclusion::Failure));
         let Check::Run(external) = &page.checks[1] else {
             panic!("a check run")

@@ -39,7 +39,7 @@ pub enum Check {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckRun {
     pub name: String,
-    /// The check run's id; for a GitHub Actions check it is also the job's id.
+    /// The job's id, read from its link, for a GitHub Actions check.
     pub id: Option<u64>,
     pub status: CheckStatus,
     pub conclusion: Option<CheckConclusion>,

@@ -1,7 +1,8 @@
 //! A pull request's `statusCheckRollup`, resolved from the fake's runs, jobs and commit statuses
 //! as GitHub builds it: every job of a workflow run on the head commit is a `CheckRun` (its
-//! `databaseId` the job's id, its status and conclusion the job's in capitals, its `checkSuite`
-//! the run's, whose `workflowRun` names the workflow file), then the latest `StatusContext` of
+//! `detailsUrl` the job's page, its status and conclusion the job's in capitals, its `checkSuite`
+//! the run's, whose `workflowRun` names the workflow file and links the run; neither gives its
+//! `databaseId`, a 32-bit `Int` that GitHub's run and job ids outgrew), then the latest `StatusContext` of
 //! each context on the commit. A head with neither has no rollup (`null`). `contexts` pages by
 //! `first`/`last` (at most 100) and the `after` cursor of its `pageInfo`.
 
@@ -121,7 +122,6 @@ pub fn field(
                 return Ok(Resolved::Null);
             };
             match field {
-                "databaseId" => Resolved::Leaf(job.id.into()),
                 "name" => Resolved::Leaf(Value::String(job.name.clone())),
                 "status" => capitals(&job.status),
                 "conclusion" => optional_capitals(job.conclusion.as_deref()),
@@ -155,7 +155,10 @@ pub fn field(
                 (Obj::CheckSuite(_), "status") => capitals(&run.status),
                 (Obj::CheckSuite(_), "conclusion") => optional_capitals(run.conclusion.as_deref()),
                 (Obj::CheckSuite(_), "workflowRun") => Resolved::Object(Obj::WorkflowRun(run.id)),
-                (Obj::WorkflowRun(_), "databaseId") => Resolved::Leaf(run.id.into()),
+                (Obj::WorkflowRun(_), "url") => Resolved::Leaf(Value::String(format!(
+                    "{HTML_BASE}/{full_name}/actions/runs/{}",
+                    run.id
+                ))),
                 (Obj::WorkflowRun(_), "file") => Resolved::Object(Obj::WorkflowRunFile(run.id)),
                 (Obj::WorkflowRunFile(_), "path") => Resolved::Leaf(Value::String(
                     state
