@@ -440,6 +440,32 @@ const ROWS: &[(&str, &str, Change)] = &[
         "config: `dashboard: {label: 'a,b'}` (a comma would split the listing's filter)",
         |run| run.file("klaud.yml", "dashboard:\n  label: 'a,b'\n"),
     ),
+    ("every mode", "config: `health: {bogus: 1}`", |run| {
+        run.file("klaud.yml", "health:\n  bogus: 1\n")
+    }),
+    (
+        "every mode",
+        "config: `health: {pools: {b200: 0}}` (a pool without runners)",
+        |run| run.file("klaud.yml", "health:\n  pools:\n    b200: 0\n"),
+    ),
+    (
+        "every mode",
+        "config: `health: {pools: {other: 3}}` (`other` is the pool of unnamed jobs)",
+        |run| run.file("klaud.yml", "health:\n  pools:\n    other: 3\n"),
+    ),
+    (
+        "every mode",
+        "config: `health: {default-runners: 0}`",
+        |run| run.file("klaud.yml", "health:\n  default-runners: 0\n"),
+    ),
+    ("every mode", "config: `health: {job-minutes: 0}`", |run| {
+        run.file("klaud.yml", "health:\n  job-minutes: 0\n")
+    }),
+    (
+        "every mode",
+        "config: `health: {max-run-reads: 101}`",
+        |run| run.file("klaud.yml", "health:\n  max-run-reads: 101\n"),
+    ),
     (
         "`verify-baselines`, `select`, `prepare-review`",
         "a candidate's record over 64 KiB",
