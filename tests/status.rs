@@ -9,7 +9,10 @@ use klaud_fake_github as fake_github;
 mod github_mode_support;
 
 use chrono::{Duration, Utc};
-use fake_github::{FakeGitHub, FakeGitHubHandle, FaultConfig, FaultRule, PullRequestSpec};
+use fake_github::{
+    FakeGitHub, FakeGitHubHandle, FaultConfig, FaultRule, JobSpec, Mergeability, PullRequestSpec,
+    RunSpec,
+};
 use github_mode_support::*;
 use klaud::core::execution::AgentRecord;
 use klaud::core::ledger::{Attempt, AttemptEnd, Lease, Ledger, SessionState};
@@ -230,4 +233,183 @@ fn a_ledger_that_cannot_be_read_fails_the_step() {
         log.contains("the ledger on klaud/state could not be read"),
         "{log}"
     );
+}
+
+/// Four klaud pull requests, ready for review: #1 whose sweep failed on its head beside a
+/// passing commit status, #2 whose sweep is running (3 b200 jobs pending of 5, two succeeded in
+/// 6 and 10 minutes) and which conflicts with its base, #3 whose sweep passed, #4 running on an
+/// unnamed pool (2 jobs pending) and behind its base; a maintainer's pull request is not
+/// klaud's and is not shown.
+fn repository_with_health() -> FakeGitHubHandle {
+    let mut state = repository();
+    state.put_file("klaud/state", "ledger.json", &Ledger::empty().to_json());
+    let mut numbers = Vec::new();
+    for candidate in ["failing", "running", "passing", "other-pool"] {
+        numbers.push(state.add_pull_request(PullRequestSpec {
+            title: format!("klaud: {candidate}"),
+            author: BOT.into(),
+            head_ref: format!("klaud/auto-{candidate}"),
+            ..PullRequestSpec::default()
+        }));
+    }
+    state.add_pull_request(PullRequestSpec {
+        title: "a person's change".into(),
+        author: "maintainer-ann".into(),
+        head_ref: "feature/x".into(),
+        ..PullRequestSpec::default()
+    });
+    let sweep =
+        |branch: &str, status: &str, conclusion: Option<&str>, jobs: Vec<JobSpec>| RunSpec {
+            workflow: "run-sweep.yml".into(),
+            head_branch: Some(format!("klaud/auto-{branch}")),
+            status: status.into(),
+            conclusion: conclusion.map(str::to_string),
+            event: "pull_request".into(),
+            jobs,
+            ..RunSpec::default()
+        };
+    let b200 = ["self-hosted", "b200"];
+    let started = state.now().plus(-3600);
+    state.add_run(sweep(
+        "failing",
+        "completed",
+        Some("failure"),
+        vec![
+            JobSpec::completed("sweep (b200)", "success").on(&b200),
+            JobSpec::completed("sweep (mi355x)", "failure").on(&["mi355x"]),
+        ],
+    ));
+    let failing_head = state.pulls[&numbers[0]].head_sha.clone();
+    state.add_status(&failing_head, "ci/lint", "success", None, "maintainer-ann");
+    state.add_run(sweep(
+        "running",
+        "in_progress",
+        None,
+        vec![
+            JobSpec::completed("sweep 1", "success")
+                .on(&b200)
+                .took(started, 6),
+            JobSpec::completed("sweep 2", "success")
+                .on(&b200)
+                .took(started, 10),
+            JobSpec::queued("sweep 3").on(&b200),
+            JobSpec::queued("sweep 4").on(&b200),
+            JobSpec::in_progress("sweep 5").on(&b200),
+        ],
+    ));
+    state.set_mergeability(numbers[1], Mergeability::Conflicting, false);
+    state.add_run(sweep(
+        "passing",
+        "completed",
+        Some("success"),
+        vec![JobSpec::completed("sweep (h100)", "success").on(&["h100"])],
+    ));
+    state.add_run(sweep(
+        "other-pool",
+        "in_progress",
+        None,
+        vec![
+            JobSpec::queued("sweep a").on(&["cpu-large"]),
+            JobSpec::queued("sweep b").on(&["cpu-large"]),
+        ],
+    ));
+    state.set_mergeability(numbers[3], Mergeability::Mergeable, true);
+    FakeGitHub::start(state)
+}
+
+/// The estimate, by hand: b200 has 12 runners and 3 pending jobs: ceil(3 / 12) = 1 wave × the
+/// median of 6 and 10 minutes = 8 minutes. `other` has 4 runners and 2 pending jobs: 1 wave ×
+/// 7 minutes (no job of it completed) = 7 minutes. Both have at most 5 pending jobs: almost
+/// ready, the sooner first.
+#[test]
+fn status_shows_each_pull_requests_health_and_when_its_sweep_may_be_done() {
+    let server = repository_with_health();
+    let step = Step::default();
+
+    step.run(step.command(&server, "status"), 0);
+
+    let report = step.result_file("status.json");
+    let pulls = report["pull-requests"].as_array().unwrap();
+    let row = |candidate: &str| {
+        pulls
+            .iter()
+            .find(|pull| pull["candidate"] == candidate)
+            .unwrap_or_else(|| panic!("{candidate} in {report:#}"))
+            .clone()
+    };
+    let order: Vec<&str> = pulls
+        .iter()
+        .map(|pull| pull["health"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["failing", "running", "running", "passing"]);
+    let failing = row("failing");
+    assert_eq!(failing["failed"][0]["name"], "sweep (mi355x)");
+    assert!(failing["failed"][0]["job-id"].as_u64().is_some());
+    assert_eq!(failing["checks"]["SUCCESS"], 2, "a job and a commit status");
+    let running = row("running");
+    assert_eq!(running["conflicting"], true);
+    assert_eq!(running["mergeable"], "CONFLICTING");
+    assert_eq!(running["pending"]["b200"], 3);
+    assert_eq!(running["eta-minutes"], 8);
+    assert_eq!(running["eta-partial"], false);
+    let other = row("other-pool");
+    assert_eq!(other["behind"], true);
+    assert_eq!(other["pending"]["other"], 2);
+    assert_eq!(other["eta-minutes"], 7);
+    assert_eq!(row("passing")["eta-minutes"], Value::Null);
+    let almost: Vec<u64> = report["almost-ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|number| number.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        almost,
+        [
+            other["number"].as_u64().unwrap(),
+            running["number"].as_u64().unwrap()
+        ]
+    );
+    assert_eq!(report["sweep-runs-read"], 2);
+    let summary = step.summary();
+    assert!(
+        summary.contains("#### Pull requests: health and sweep estimates"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| running, almost ready, conflicting |"),
+        "{summary}"
+    );
+    assert_eq!(write_requests(&server), Vec::<String>::new());
+    assert_eq!(
+        requests(&server).len(),
+        5,
+        "the ledger, the branches, their open pull requests with their checks, two job listings"
+    );
+}
+
+#[test]
+fn sweep_runs_past_the_read_bound_make_estimates_partial() {
+    let server = repository_with_health();
+    let step = Step::default();
+    step.write("klaud.yml", "health:\n  max-run-reads: 1\n");
+
+    step.run(step.command(&server, "status"), 0);
+
+    let report = step.result_file("status.json");
+    assert_eq!(report["sweep-runs-active"], 2);
+    assert_eq!(report["sweep-runs-read"], 1);
+    let partial: Vec<&str> = report["pull-requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|pull| pull["eta-partial"] == true)
+        .map(|pull| pull["candidate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        partial,
+        ["other-pool"],
+        "the newer pull request's run was not read"
+    );
+    assert_eq!(requests(&server).len(), 4);
 }
