@@ -1,4 +1,4 @@
-//! The published JSON Schemas (`.github/klaud.yml`, `ledger.json`, the outcome file) stay
+//! The published JSON Schemas (`.github/klaud.yml`, `ledger.json`, the outcome file, `status.json`) stay
 //! current with the code, and the outcome file's schema accepts exactly what its parser accepts.
 //! Regenerate them with `KLAUD_UPDATE_SCHEMAS=1 cargo test --test published_schemas`.
 
@@ -7,6 +7,7 @@
 use klaud::core::ledger::{Ledger, ledger_schema};
 use klaud::core::outcome::Outcome;
 use klaud::core::outcome_file::{outcome_schema, parse_outcome_file};
+use klaud::core::status::status_schema;
 use klaud::shell::config::{Config, config_schema, parse_config};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -27,6 +28,11 @@ fn assert_published(file: &str, schema: serde_json::Value) {
 #[test]
 fn the_published_config_schema_is_current() {
     assert_published("klaud-config.schema.json", config_schema());
+}
+
+#[test]
+fn the_published_status_schema_is_current() {
+    assert_published("klaud-status.schema.json", status_schema());
 }
 
 #[test]

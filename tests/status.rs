@@ -371,6 +371,16 @@ fn status_shows_each_pull_requests_health_and_when_its_sweep_may_be_done() {
         ]
     );
     assert_eq!(report["sweep-runs-read"], 2);
+    let schema = klaud::core::status::status_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let problems: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|error| format!("{}: {error}", error.instance_path()))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "status.json against its schema: {problems:#?}"
+    );
     let summary = step.summary();
     assert!(
         summary.contains("#### Pull requests: health and sweep estimates"),

@@ -71,7 +71,7 @@ pub fn budget_exhausted(
 }
 
 /// The cost and sessions of the last [`REPORT_WINDOW_DAYS`] days (`cost` of `status.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct CostReport {
     pub days: i64,
@@ -89,7 +89,7 @@ pub struct CostReport {
     pub per_outcome: Vec<OutcomeCost>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct OutcomeCost {
     /// An outcome's public name, or `live` or `parked`.

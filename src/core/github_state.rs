@@ -62,6 +62,23 @@ macro_rules! github_words {
             }
         }
 
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "description": concat!(
+                        "GitHub's word, one of ",
+                        $("`", $word, "` ",)+
+                        "or a word added later"
+                    ),
+                    "type": "string",
+                })
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let word = String::deserialize(deserializer)?;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::cooldown::running_cooldowns;
@@ -19,7 +20,7 @@ use super::policy::Policy;
 use super::snapshot::Listed;
 
 /// One of klaud's open pull requests (head `<branch-prefix><id>` in this repository).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct KlaudPullRequest {
     pub number: u64,
@@ -29,7 +30,7 @@ pub struct KlaudPullRequest {
 }
 
 /// `status.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct StatusReport {
     pub generated_at: DateTime<Utc>,
@@ -61,14 +62,14 @@ pub struct StatusReport {
     pub health: HealthReport,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct LeaseView {
     pub owner_run: u64,
     pub taken_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct SessionView {
     pub candidate: String,
@@ -87,7 +88,7 @@ pub struct SessionView {
     pub attempts: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ClaimView {
     pub family: String,
@@ -96,7 +97,7 @@ pub struct ClaimView {
     pub claimed_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct CooldownView {
     pub candidate: String,
@@ -191,6 +192,19 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
         health: health_report(facts.health, &policy.health),
         sessions,
     }
+}
+
+/// The published JSON Schema of `status.json` (its `dashboard`, present when the step kept the
+/// dashboard, is what became of it: an object).
+pub fn status_schema() -> serde_json::Value {
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(StatusReport)).expect("schema serializes");
+    schema["title"] = "klaud status.json".into();
+    schema["properties"]["dashboard"] = serde_json::json!({
+        "description": "What became of the dashboard issue, when the step kept it.",
+        "type": "object",
+    });
+    schema
 }
 
 /// Every cooldown running at `now`, the one ending last first.

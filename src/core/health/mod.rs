@@ -15,6 +15,7 @@ mod tests;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::github_state::{
@@ -106,7 +107,7 @@ pub struct HealthFacts<'a> {
 
 /// A pull request's health: the first row of contract §12's table that applies. The order of
 /// the variants is the order the dashboard shows them in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Health {
     /// A check failed and none is pending.
@@ -156,7 +157,7 @@ impl Health {
 }
 
 /// A check that failed: a check run with its run and job, or a commit status with its target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct FailedCheck {
     pub name: String,
@@ -166,7 +167,7 @@ pub struct FailedCheck {
 }
 
 /// One open klaud pull request in `status.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct PullRequestHealth {
     pub number: u64,
@@ -201,7 +202,7 @@ pub struct PullRequestHealth {
 /// The health part of `status.json` and of the dashboard. When klaud's open pull requests could
 /// not all be listed (the status report says why), those read are shown and every estimate is
 /// partial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct HealthReport {
     /// Running pull requests with few pending sweep jobs, soonest estimate first.

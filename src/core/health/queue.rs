@@ -24,7 +24,7 @@ use crate::core::snapshot::Listed;
 pub const OTHER_POOL: &str = "other";
 
 /// One runner pool klaud's pending sweep jobs wait on, in `status.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct PoolView {
     pub pool: String,
