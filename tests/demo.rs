@@ -85,6 +85,36 @@ fn the_demo_wave_does_what_its_account_says() {
     );
     assert!(!branch_exists(&wave, &held_session()));
 
+    // The maintainer sees each open klaud pull request's health: the handed-off one failed its
+    // sweep, the earlier wave's validated one is running (four mi355x jobs on nine runners: one
+    // wave of the median of 9 and 11 minutes), the one this wave validated passes.
+    let health = |number: u64| {
+        wave.status["pull-requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|pull| pull["number"] == number)
+            .unwrap_or_else(|| panic!("#{number} in {:#}", wave.status))
+            .clone()
+    };
+    assert_eq!(health(seeded.handed_off)["health"], "failing");
+    assert_eq!(
+        health(seeded.handed_off)["failed"][0]["name"],
+        "sweep b200 shard 2"
+    );
+    let waiting = health(seeded.waiting);
+    assert_eq!(waiting["health"], "running");
+    assert_eq!(waiting["pending"]["mi355x"], 4);
+    assert_eq!(waiting["eta-minutes"], 10);
+    assert_eq!(
+        wave.status["almost-ready"],
+        serde_json::json!([seeded.waiting])
+    );
+    assert_eq!(
+        health(wave.agent_pulls[&wave.endings["validated"]])["health"],
+        "passing"
+    );
+
     // Maintainers' pull requests are never touched.
     for number in [seeded.handed_off, seeded.maintainers_own] {
         let untouched = pull(&wave, number);

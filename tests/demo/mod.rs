@@ -118,6 +118,12 @@ pub const ABANDONED: DemoFamily = DemoFamily {
     family: "configs/nvidia-master.yaml:dsr1-fp4-b200-sglang",
     image: "lmsysorg/sglang:v0.5.16-cu130",
 };
+/// An earlier wave's validated pull request, waiting for maintainers, whose full sweep they
+/// started again: a family of an earlier checkout.
+pub const WAITING: DemoFamily = DemoFamily {
+    family: "configs/amd-master.yaml:gptoss-fp4-mi355x-vllm",
+    image: "vllm/vllm-openai-rocm:v0.11.0",
+};
 /// A maintainer's own pull request, outside klaud's branches.
 pub const MAINTAINER_BRANCH: &str = "feature/faster-kernels";
 
@@ -138,6 +144,7 @@ pub struct Seeded {
     pub closed_by_maintainer: u64,
     pub handed_off: u64,
     pub maintainers_own: u64,
+    pub waiting: u64,
     pub wave_run: u64,
 }
 
@@ -169,6 +176,8 @@ pub struct Wave {
     /// `recover.json` of the wave's first pass and of the dispatched pass.
     pub first_recover: Value,
     pub last_recover: Value,
+    /// `status.json` of the wave's last step.
+    pub status: Value,
     /// The account, line by line, as printed.
     pub lines: Vec<String>,
 }
@@ -380,14 +389,76 @@ fn seed() -> (World, Seeded) {
     });
     // This wave's planner run, now at its first step.
     let wave_run = world.running_planner(&[]);
+    // Maintainers ran the full sweep on it: one b200 job of it failed.
+    let failed_sweep = sweep_jobs(&world, &[("b200", "success", 9), ("b200", "failure", 14)]);
+    world.state.add_run(RunSpec {
+        workflow: SWEEP.into(),
+        head_branch: Some(branch(&HANDED_OFF.id())),
+        event: "pull_request".into(),
+        actor: Some(MAINTAINER.into()),
+        conclusion: Some("failure".into()),
+        jobs: failed_sweep,
+        ..RunSpec::default()
+    });
+    // An earlier wave's validated pull request, ready for review; maintainers started its full
+    // sweep again: two mi355x jobs done, four to go.
+    let waiting_id = WAITING.id();
+    let commits = vec![world.bot_commit(&waiting_id, 30)];
+    let waiting = world.bot_pull(&waiting_id, false, commits, &["klaud-finished"]);
+    let session = world.session(
+        &waiting_id,
+        SessionState::Finished,
+        yesterday,
+        Some(waiting),
+    );
+    session.family = WAITING.family.into();
+    session.outcome = Some(klaud::core::outcome::Outcome::Validated);
+    let mut jobs = sweep_jobs(
+        &world,
+        &[("mi355x", "success", 9), ("mi355x", "success", 11)],
+    );
+    jobs.extend((0..4).map(|shard| {
+        let job = JobSpec::queued(&format!("sweep mi355x shard {}", shard + 3));
+        match shard {
+            0 => JobSpec {
+                status: "in_progress".into(),
+                ..job
+            },
+            _ => job,
+        }
+        .on(&["self-hosted", "mi355x"])
+    }));
+    world.state.add_run(RunSpec {
+        workflow: SWEEP.into(),
+        head_branch: Some(branch(&waiting_id)),
+        event: "pull_request".into(),
+        actor: Some(MAINTAINER.into()),
+        status: "in_progress".into(),
+        conclusion: None,
+        jobs,
+        ..RunSpec::default()
+    });
     let seeded = Seeded {
         abandoned,
         closed_by_maintainer: closed,
         handed_off,
         maintainers_own,
+        waiting,
         wave_run,
     };
     (world, seeded)
+}
+
+/// Completed sweep jobs, one per (pool, conclusion, minutes), started an hour ago.
+fn sweep_jobs(world: &World, jobs: &[(&str, &str, i64)]) -> Vec<JobSpec> {
+    jobs.iter()
+        .enumerate()
+        .map(|(shard, (pool, conclusion, minutes))| {
+            JobSpec::completed(&format!("sweep {pool} shard {}", shard + 1), conclusion)
+                .on(&["self-hosted", pool])
+                .took(world.ago(HOUR), *minutes)
+        })
+        .collect()
 }
 
 /// The repository's `.github/klaud.yml`: the bot, and the catalog as a file (its sibling feeds,
@@ -576,6 +647,50 @@ fn report_status(account: &mut Account, record: &Value) {
         })
         .collect();
     wrapped(account, "open pull requests without a session: ", &pulls);
+    report_health(account, record);
+}
+
+/// The health of each open klaud pull request in `status.json`, and the almost ready ones.
+fn report_health(account: &mut Account, record: &Value) {
+    for pull in record["pull-requests"].as_array().into_iter().flatten() {
+        let pending: Vec<String> = pull["pending"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(pool, count)| format!("{pool} {}", text(count)))
+            .collect();
+        let failed: Vec<String> = pull["failed"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|check| text(&check["name"]))
+            .collect();
+        let mut line = format!(
+            "  health #{:<3} {:<25} {:<16}",
+            text(&pull["number"]),
+            account.name(&text(&pull["candidate"])),
+            text(&pull["health"]),
+        );
+        if !pending.is_empty() {
+            line.push_str(&format!(" pending {}", pending.join(", ")));
+        }
+        if let Some(minutes) = pull["eta-minutes"].as_u64() {
+            line.push_str(&format!(", done in ~{minutes} min"));
+        }
+        if !failed.is_empty() {
+            line.push_str(&format!(" failed: {}", failed.join(", ")));
+        }
+        account.line(line.trim_end().to_string());
+    }
+    let almost: Vec<String> = record["almost-ready"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|number| format!("#{}", text(number)))
+        .collect();
+    if !almost.is_empty() {
+        account.line(format!("  almost ready: {}", almost.join(", ")));
+    }
 }
 
 /// `finish.json`: the outcome, the reason and each applied step.
@@ -640,7 +755,16 @@ fn agent(
     });
     if ending == Some("validated") {
         let sweep = add_run(server, SWEEP, &head, "pull_request", "sweep shard 1");
-        server.with_state(|state| state.set_run_status(sweep, "completed", Some("success")));
+        server.with_state(|state| {
+            let now = state.now();
+            for shard in 2..=3 {
+                let job = JobSpec::completed(&format!("sweep shard {shard}"), "success")
+                    .on(&["self-hosted", "b200"])
+                    .took(now.minus(20 * 60), 8 + shard);
+                state.add_job(sweep, job);
+            }
+            state.set_run_status(sweep, "completed", Some("success"))
+        });
     }
     if let Some(outcome) = ending {
         step.write(
@@ -855,7 +979,7 @@ fn report_discovery(
 /// Runs the whole wave against a fresh fake GitHub; prints the account when `echo`.
 pub fn run_wave(echo: bool) -> Wave {
     let mut names = Names::default();
-    for family in [HELD, COOLING, HANDED_OFF, UNPUBLISHED, ABANDONED]
+    for family in [HELD, COOLING, HANDED_OFF, UNPUBLISHED, ABANDONED, WAITING]
         .iter()
         .chain(&FREE)
     {
@@ -915,8 +1039,15 @@ pub fn run_wave(echo: bool) -> Wave {
             "its session (an older image) is live, parent run ended",
         ),
         (seeded.abandoned, "no session; its smoke run is running"),
-        (seeded.handed_off, "handed off to maintainers"),
+        (
+            seeded.handed_off,
+            "handed off to maintainers; their sweep failed a job",
+        ),
         (seeded.maintainers_own, "a maintainer's own work"),
+        (
+            seeded.waiting,
+            "validated earlier, waiting for review; maintainers re-run its sweep",
+        ),
     ] {
         account.line(format!(
             "  {}  {note}",
@@ -1153,6 +1284,7 @@ pub fn run_wave(echo: bool) -> Wave {
         wake_dispatched,
         first_recover,
         last_recover,
+        status,
         lines: account.lines,
     }
 }
