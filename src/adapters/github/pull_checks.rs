@@ -267,11 +267,11 @@ mod tests {
     fn a_page_of_checks_reads_check_runs_and_commit_statuses() {
         let connection = json!({"totalCount": 3, "pageInfo": {"hasNextPage": true, "endCursor": "Y3"},
         "nodes": [
-            {"__typename": "CheckRun", "databaseId": 7, "name": "sweep (b200)", "status": "COMPLETED",
-             "conclusion": "FAILURE", "detailsUrl": "https://github.com/a/b/actions/runs/1/job/7",
+            {"__typename": "CheckRun", "name": "sweep (b200)", "status": "COMPLETED",
+             "conclusion": "FAILURE", "detailsUrl": "https://github.com/a/b/actions/runs/31000000001/job/70000000007",
              "checkSuite": {"status": "COMPLETED", "conclusion": "FAILURE",
-                "workflowRun": {"databaseId": 1, "file": {"path": ".github/workflows/run-sweep.yml"}}}},
-            {"__typename": "CheckRun", "databaseId": 8, "name": "external", "status": "QUEUED",
+                "workflowRun": {"url": "https://github.com/a/b/actions/runs/31000000001", "file": {"path": ".github/workflows/run-sweep.yml"}}}},
+            {"__typename": "CheckRun", "name": "external", "status": "QUEUED",
              "conclusion": null, "detailsUrl": null, "checkSuite": {"status": "QUEUED", "conclusion": null, "workflowRun": null}},
             {"__typename": "StatusContext", "context": "ci/x", "state": "ERROR", "targetUrl": null}
         ]});
