@@ -137,6 +137,7 @@ async fn listings_paginate_with_github_link_headers_that_keep_the_query() {
     for index in 0..105 {
         state.add_pull_request(human_pull(index));
     }
+    let repository_id = state.repository_id;
     let server = FakeGitHub::start(state);
     let client = Client::new(&server, Some(TOKEN));
 
@@ -152,11 +153,18 @@ async fn listings_paginate_with_github_link_headers_that_keep_the_query() {
     assert_eq!(
         relations[0].1,
         format!(
-            "{}/repos/acme/widgets/pulls?state=open&page=2",
+            "{}/repositories/{repository_id}/pulls?state=open&page=2",
             server.base_url()
-        )
+        ),
+        "GitHub's links name the repository by its id"
     );
     assert!(relations[1].1.ends_with("page=4"));
+    let by_id = client.get(&format!("/repositories/{repository_id}")).await;
+    assert_eq!(by_id.body["full_name"], "acme/widgets");
+    let other_repository = client
+        .get(&format!("/repositories/{}/pulls", repository_id + 1))
+        .await;
+    assert_eq!(other_repository.status, 404);
 
     let middle = client.get(&relations[0].1).await;
     let names: Vec<String> = link_relations(&middle)

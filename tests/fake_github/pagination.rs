@@ -1,6 +1,9 @@
 //! Pagination exactly like GitHub: `per_page` (default 30, at most 100) and `page` (from 1), and
 //! a `Link` header of absolute URLs (`prev`, `next`, `last`, `first`) that keeps every other
-//! query parameter of the request. Also the query-string parsing the routes share.
+//! query parameter of the request and names the repository by its id
+//! (`/repositories/{id}/issues?page=2`). Also the query-string parsing the routes share.
+
+use super::server::RequestContext;
 
 /// The query string as ordered, decoded pairs.
 #[derive(Clone, Debug, Default)]
@@ -118,7 +121,7 @@ impl Page {
 
 /// GitHub's `Link` header for a listing of `reachable` items, or `None` when one page holds all.
 pub fn link_header(
-    api: &str,
+    context: &RequestContext,
     path: &str,
     query: &QueryParams,
     page: Page,
@@ -137,7 +140,7 @@ pub fn link_header(
             .iter()
             .map(|(key, value)| format!("{}={}", percent_encode(key), percent_encode(value)))
             .collect();
-        format!("{api}{path}?{}", encoded.join("&"))
+        format!("{}?{}", context.link_url(path), encoded.join("&"))
     };
     let mut relations = Vec::new();
     if page.page > 1 {
@@ -156,7 +159,7 @@ pub fn link_header(
 /// Answers a listing page of `items` with GitHub's `Link` header, rendering only the page's
 /// items (a listing of 10,000 pull requests renders 100, not 10,000, per page).
 pub fn rendered_page_of<T>(
-    api: &str,
+    context: &RequestContext,
     uri: &axum::http::Uri,
     items: &[T],
     render: impl Fn(&T) -> serde_json::Value,
@@ -165,19 +168,19 @@ pub fn rendered_page_of<T>(
     let page = Page::from_query(&query);
     let body =
         serde_json::Value::Array(page.slice(items, items.len()).iter().map(render).collect());
-    let link = link_header(api, uri.path(), &query, page, items.len());
+    let link = link_header(context, uri.path(), &query, page, items.len());
     super::errors::paged_response(&body, link)
 }
 
 /// Answers a listing page of `items` with GitHub's `Link` header.
 pub fn page_of(
-    api: &str,
+    context: &RequestContext,
     uri: &axum::http::Uri,
     items: &[serde_json::Value],
 ) -> axum::response::Response {
     let query = QueryParams::parse(uri.query());
     let page = Page::from_query(&query);
     let body = serde_json::Value::Array(page.slice(items, items.len()).to_vec());
-    let link = link_header(api, uri.path(), &query, page, items.len());
+    let link = link_header(context, uri.path(), &query, page, items.len());
     super::errors::paged_response(&body, link)
 }

@@ -85,7 +85,7 @@ async fn list_workflows(
         .map(|workflow| render::workflow(&state, workflow, &context.api))
         .collect();
     Ok(counted_page(
-        &context.api,
+        &context,
         &uri,
         "workflows",
         &items,
@@ -111,7 +111,7 @@ async fn get_workflow(
 
 /// `{"total_count": N, "<key>": [page]}` with a `Link` header over the first `reachable` items.
 fn counted_page(
-    api: &str,
+    context: &RequestContext,
     uri: &Uri,
     key: &str,
     items: &[Value],
@@ -125,7 +125,13 @@ fn counted_page(
     });
     paged_response(
         &body,
-        link_header(api, uri.path(), &query, page, reachable.min(items.len())),
+        link_header(
+            context,
+            uri.path(),
+            &query,
+            page,
+            reachable.min(items.len()),
+        ),
     )
 }
 
@@ -250,7 +256,12 @@ fn filtered_runs<'a>(
     Ok((runs, capped))
 }
 
-fn runs_answer(state: &mut RepoState, api: &str, uri: &Uri, workflow_id: Option<u64>) -> ApiResult {
+fn runs_answer(
+    state: &mut RepoState,
+    context: &RequestContext,
+    uri: &Uri,
+    workflow_id: Option<u64>,
+) -> ApiResult {
     let query = QueryParams::parse(uri.query());
     let unlisted = take_one_listing_of_lag(state);
     let state = &*state;
@@ -266,10 +277,10 @@ fn runs_answer(state: &mut RepoState, api: &str, uri: &Uri, workflow_id: Option<
     let window = page.slice(&runs, reachable);
     let rendered: Vec<Value> = window
         .iter()
-        .map(|run| render::run(state, run, api))
+        .map(|run| render::run(state, run, &context.api))
         .collect();
     let body = json!({ "total_count": runs.len(), "workflow_runs": rendered });
-    let link = link_header(api, uri.path(), &query, page, reachable);
+    let link = link_header(context, uri.path(), &query, page, reachable);
     Ok(paged_response(&body, link))
 }
 
@@ -298,7 +309,7 @@ async fn list_workflow_runs(
         .workflow_by_key(&key)
         .map(|workflow| workflow.id)
         .ok_or_else(|| ApiError::not_found(docs::RUNS))?;
-    runs_answer(&mut state, &context.api, &uri, Some(workflow_id))
+    runs_answer(&mut state, &context, &uri, Some(workflow_id))
 }
 
 async fn list_all_runs(
@@ -307,7 +318,7 @@ async fn list_all_runs(
     uri: Uri,
 ) -> ApiResult {
     let mut state = shared.repo();
-    runs_answer(&mut state, &context.api, &uri, None)
+    runs_answer(&mut state, &context, &uri, None)
 }
 
 async fn get_run(
@@ -339,13 +350,7 @@ async fn list_jobs(
         .iter()
         .map(|job| render::job(&state, job, &context.api))
         .collect();
-    Ok(counted_page(
-        &context.api,
-        &uri,
-        "jobs",
-        &items,
-        items.len(),
-    ))
+    Ok(counted_page(&context, &uri, "jobs", &items, items.len()))
 }
 
 async fn cancel_run(State(shared): State<Shared>, Path(params): Params) -> ApiResult {

@@ -540,5 +540,5 @@ async fn list_commits(
         .filter(|commit| until.is_none_or(|until| commit.committer.date <= until))
         .map(|commit| render::rest_commit(&state, commit, &context.api))
         .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(page_of(&context, &uri, &items))
 }

@@ -154,7 +154,7 @@ async fn list_issues(
         entries.reverse();
     }
     Ok(rendered_page_of(
-        &context.api,
+        &context,
         &uri,
         &entries,
         |(_, number, _, _, _)| issue_answer(&state, *number, &context.api).unwrap_or_default(),
@@ -375,11 +375,16 @@ fn labels_of(state: &RepoState, number: u64, doc: &'static str) -> Result<Vec<St
         .ok_or_else(|| ApiError::not_found(doc))
 }
 
-fn labels_answer(state: &RepoState, number: u64, api: &str, uri: Option<&Uri>) -> ApiResult {
+fn labels_answer(
+    state: &RepoState,
+    number: u64,
+    context: &RequestContext,
+    uri: Option<&Uri>,
+) -> ApiResult {
     let labels = labels_of(state, number, docs::LABELS)?;
-    let items = render::issue_labels(state, &labels, api);
+    let items = render::issue_labels(state, &labels, &context.api);
     Ok(match uri {
-        Some(uri) => page_of(api, uri, &items),
+        Some(uri) => page_of(context, uri, &items),
         None => json_response(200, &Value::Array(items)),
     })
 }
@@ -394,7 +399,7 @@ async fn list_labels(
     labels_answer(
         &state,
         number_param(&params, "number")?,
-        &context.api,
+        &context,
         Some(&uri),
     )
 }
@@ -411,7 +416,7 @@ async fn add_labels(
     let mut labels = labels_of(&state, number, docs::LABELS)?;
     labels.extend(names);
     set_labels(&mut state, number, labels);
-    labels_answer(&state, number, &context.api, None)
+    labels_answer(&state, number, &context, None)
 }
 
 async fn replace_labels(
@@ -425,7 +430,7 @@ async fn replace_labels(
     let mut state = shared.repo();
     find_issue(&state, number, docs::LABELS)?;
     set_labels(&mut state, number, names);
-    labels_answer(&state, number, &context.api, None)
+    labels_answer(&state, number, &context, None)
 }
 
 async fn remove_all_labels(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
@@ -457,7 +462,7 @@ async fn remove_label(
         .filter(|label| !label.eq_ignore_ascii_case(&name))
         .collect();
     set_labels(&mut state, number, kept);
-    labels_answer(&state, number, &context.api, None)
+    labels_answer(&state, number, &context, None)
 }
 
 async fn list_repository_labels(
@@ -471,7 +476,7 @@ async fn list_repository_labels(
         .values()
         .map(|label| render::label(label, &context.api, &state))
         .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(page_of(&context, &uri, &items))
 }
 
 async fn list_comments(
@@ -494,7 +499,7 @@ async fn list_comments(
         .filter(|comment| since.is_none_or(|since| comment.updated_at >= since))
         .map(|comment| render::comment(&state, comment, &context.api))
         .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(page_of(&context, &uri, &items))
 }
 
 #[derive(Deserialize)]

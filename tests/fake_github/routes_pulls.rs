@@ -117,7 +117,7 @@ async fn list_pulls(
         pulls.reverse();
     }
     let this_repository = render::repository(&state, &context.api);
-    Ok(rendered_page_of(&context.api, &uri, &pulls, |pull| {
+    Ok(rendered_page_of(&context, &uri, &pulls, |pull| {
         render::pull_request_beside(&state, pull, &context.api, &this_repository)
     }))
 }
@@ -343,7 +343,7 @@ async fn pull_commits(
         .take(MAX_PULL_COMMITS)
         .map(|commit| render::rest_commit(&state, commit, &context.api))
         .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(page_of(&context, &uri, &items))
 }
 
 async fn pull_files(
@@ -362,5 +362,5 @@ async fn pull_files(
         .take(MAX_PULL_FILES)
         .map(|change| render::pull_file(&state, change, &context.api))
         .collect();
-    Ok(page_of(&context.api, &uri, &items))
+    Ok(page_of(&context, &uri, &items))
 }

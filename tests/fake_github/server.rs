@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::{Router, ServiceExt};
 use serde::{Deserialize, Serialize};
+use tower_layer::Layer;
 
 use super::clock::Timestamp;
 use super::errors::{ApiError, docs, json_response};
@@ -24,11 +25,32 @@ use super::graphql::OperationSummary;
 use super::prng::user_id;
 use super::state::RepoState;
 
-/// Who is calling and under which base URL the server was reached (for absolute URLs).
+/// Who is calling, under which base URL the server was reached (for absolute URLs), and the
+/// repository's name and id (for the `Link` headers that name it by id).
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     pub login: String,
     pub api: String,
+    /// `owner/name`.
+    pub full_name: String,
+    pub repository_id: u64,
+}
+
+impl RequestContext {
+    /// The absolute URL of `path` in a `Link` header: GitHub names the repository by its id
+    /// there (`/repos/o/r/issues` pages as `/repositories/{id}/issues`).
+    pub fn link_url(&self, path: &str) -> String {
+        let by_name = format!("/repos/{}", self.full_name);
+        let rest = path
+            .get(..by_name.len())
+            .filter(|prefix| prefix.eq_ignore_ascii_case(&by_name))
+            .map(|_| &path[by_name.len()..])
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+        match rest {
+            Some(rest) => format!("{}/repositories/{}{rest}", self.api, self.repository_id),
+            None => format!("{}{path}", self.api),
+        }
+    }
 }
 
 /// A fault the server injected into one answer.
@@ -45,7 +67,8 @@ pub struct InjectedFault {
 pub struct LoggedRequest {
     pub sequence: u64,
     pub method: String,
-    /// Path and query, as sent.
+    /// Path and query, as sent; a `/repositories/{id}/…` URL (GitHub's `Link` headers name the
+    /// repository by id) is logged as the `/repos/{owner}/{repo}/…` one it stands for.
     pub path: String,
     pub status: u16,
     pub fault: Option<InjectedFault>,
@@ -236,7 +259,9 @@ impl FakeGitHub {
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
         let shared = Shared::new(state);
-        let app = router(shared.clone());
+        let app = middleware::map_request_with_state(shared.clone(), by_repository_name)
+            .layer(router(shared.clone()))
+            .into_make_service();
         let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("fake-github-{}", address.port()))
@@ -388,6 +413,37 @@ pub fn router(shared: Shared) -> Router {
         .with_state(shared)
 }
 
+/// A request to `/repositories/{id}/…` of this repository's id, as GitHub's `Link` headers name
+/// it, routed as the `/repos/{owner}/{repo}/…` request it stands for (before routing, so every
+/// route, fault rule and hook sees the one path). Another id is left to answer 404.
+async fn by_repository_name(State(shared): State<Shared>, mut request: Request) -> Request {
+    let Some(by_id) = request.uri().path().strip_prefix("/repositories/") else {
+        return request;
+    };
+    let (id, rest) = by_id.split_once('/').unwrap_or((by_id, ""));
+    let (repository_id, full_name) = {
+        let state = shared.repo();
+        (state.repository_id, state.full_name())
+    };
+    if id.parse() != Ok(repository_id) {
+        return request;
+    }
+    let rest = if rest.is_empty() {
+        String::new()
+    } else {
+        format!("/{rest}")
+    };
+    let query = request
+        .uri()
+        .query()
+        .map(|query| format!("?{query}"))
+        .unwrap_or_default();
+    if let Ok(uri) = format!("/repos/{full_name}{rest}{query}").parse::<Uri>() {
+        *request.uri_mut() = uri;
+    }
+    request
+}
+
 fn bearer_token(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(' ')?;
@@ -514,9 +570,16 @@ async fn github_semantics(State(shared): State<Shared>, request: Request, next: 
         if !right_repository {
             break 'answer ApiError::not_found(docs::REST).into_response();
         }
-        request
-            .extensions_mut()
-            .insert(RequestContext { login: caller, api });
+        let (full_name, repository_id) = {
+            let repo = shared.repo();
+            (repo.full_name(), repo.repository_id)
+        };
+        request.extensions_mut().insert(RequestContext {
+            login: caller,
+            api,
+            full_name,
+            repository_id,
+        });
         let hook = {
             let mut control = shared.control();
             let found = control
