@@ -1,13 +1,15 @@
 //! GitHub's semantics as the fake GitHub serves them, checked over plain HTTP: pagination, the
 //! 1000-result cap, ref and contents conflicts, run cancellation, GraphQL errors, credentials,
 //! rate limits, seeded faults, issues with their body revisions and collaborators' permissions,
-//! and the benchmark scenario's figures.
+//! labels, locks and commit statuses, and the benchmark scenario's figures.
 
 use klaud_fake_github as fake_github;
 #[path = "fake_github_semantics/faults_and_limits.rs"]
 mod faults_and_limits;
 #[path = "fake_github_semantics/issues_and_permissions.rs"]
 mod issues_and_permissions;
+#[path = "fake_github_semantics/labels_locks_statuses.rs"]
+mod labels_locks_statuses;
 #[path = "fake_github_semantics/pulls_and_runs.rs"]
 mod pulls_and_runs;
 #[path = "fake_github_semantics/scenario_figures.rs"]

@@ -10,8 +10,12 @@ use super::git::{NewCommit, identity_for_login};
 use super::prng::fingerprint;
 use super::state::{
     BodyEdit, CommitStatus, GitIdentity, Issue, IssueComment, Job, Label, Mergeability, NextIds,
-    PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun, hosted_runner_labels,
+    Organization, PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
+    hosted_runner_labels,
 };
+
+/// The color GitHub gives a label created without one.
+pub const LABEL_COLOR: &str = "ededed";
 
 /// A commit to add. Logins may be `None`, as on GitHub when an email matches no account.
 #[derive(Clone, Debug, Default)]
@@ -222,7 +226,22 @@ impl Default for RunSpec {
 impl RepoState {
     /// A repository `owner/name` whose default branch `main` holds one commit with a README.
     pub fn new(owner: &str, name: &str) -> Self {
-        let mut state = RepoState {
+        let mut state = RepoState::empty(owner, name);
+        let root = state.add_commit(
+            None,
+            CommitSpec::by(owner)
+                .message("Initial commit")
+                .file("README.md", &format!("# {name}\n"))
+                .at(Timestamp(1_577_836_800)),
+        );
+        state.set_ref("refs/heads/main", &root);
+        state
+    }
+
+    /// An empty repository `owner/name`, as GitHub creates one without a README: no commit and
+    /// no branch yet; its default branch `main` comes with the first file written.
+    pub fn empty(owner: &str, name: &str) -> Self {
+        RepoState {
             owner: owner.to_string(),
             name: name.to_string(),
             repository_id: 500_000_000 + fingerprint(&format!("{owner}/{name}")) % 100_000_000,
@@ -239,6 +258,8 @@ impl RepoState {
             issues: BTreeMap::new(),
             body_edits: BTreeMap::new(),
             collaborators: BTreeMap::new(),
+            topics: Vec::new(),
+            organization: None,
             comments: BTreeMap::new(),
             workflows: BTreeMap::new(),
             runs: BTreeMap::new(),
@@ -251,16 +272,15 @@ impl RepoState {
             update_refs_available: true,
             edits_listed_oldest_first: false,
             next_ids: NextIds::default(),
-        };
-        let root = state.add_commit(
-            None,
-            CommitSpec::by(owner)
-                .message("Initial commit")
-                .file("README.md", &format!("# {name}\n"))
-                .at(Timestamp(1_577_836_800)),
-        );
-        state.set_ref("refs/heads/main", &root);
-        state
+        }
+    }
+
+    /// Makes the owner an organization with these members.
+    pub fn owned_by_organization(mut self, members: &[&str]) -> Self {
+        self.organization = Some(Organization {
+            members: members.iter().map(|member| member.to_string()).collect(),
+        });
+        self
     }
 
     /// Renames the default branch.
@@ -356,6 +376,7 @@ impl RepoState {
                 updated_at: created_at,
                 closed_at: None,
                 closed_by: None,
+                lock: None,
             },
         );
         number
@@ -415,21 +436,27 @@ impl RepoState {
         }
     }
 
-    /// Creates the repository label when missing; returns its id.
+    /// Creates the repository label when missing, as GitHub does for a label named on an issue
+    /// (grey `ededed`, no description); returns its id.
     pub fn ensure_label(&mut self, name: &str) -> u64 {
-        if let Some(label) = self.labels.get(name) {
-            return label.id;
+        match self.labels.get(name) {
+            Some(label) => label.id,
+            None => self.add_label(name, LABEL_COLOR, None),
         }
+    }
+
+    /// Adds (or replaces) the repository label `name`; returns its id.
+    pub fn add_label(&mut self, name: &str, color: &str, description: Option<&str>) -> u64 {
         let id = self.next_ids.label_id;
         self.next_ids.label_id += 1;
-        let color = format!("{:06x}", fingerprint(name) % 0x100_0000);
         self.labels.insert(
             name.to_string(),
             Label {
                 id,
                 name: name.to_string(),
-                color,
-                description: None,
+                color: color.to_string(),
+                description: description.map(str::to_string),
+                default: false,
             },
         );
         id
@@ -605,6 +632,7 @@ impl RepoState {
             closed_by: None,
             mergeability: Mergeability::default(),
             behind: false,
+            lock: None,
         };
         if let Some(closed) = &spec.closed {
             let at = closed.at.unwrap_or(created_at.plus(MINUTE));

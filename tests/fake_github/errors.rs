@@ -1,5 +1,6 @@
 //! GitHub's error bodies (`{"message", "documentation_url", "status"}` with the status as a
-//! string) and the small response helpers every route uses.
+//! string) and the small response helpers every route uses: JSON with GitHub's content type,
+//! `201` with `Location`, pages with `Link`, empty answers.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +20,17 @@ pub mod docs {
     pub const UPDATE_ISSUE: &str = "https://docs.github.com/rest/issues/issues#update-an-issue";
     pub const COLLABORATOR_PERMISSION: &str = "https://docs.github.com/rest/collaborators/collaborators#get-repository-permissions-for-a-user";
     pub const LABELS: &str = "https://docs.github.com/rest/issues/labels";
+    pub const CREATE_LABEL: &str = "https://docs.github.com/rest/issues/labels#create-a-label";
+    pub const GET_LABEL: &str = "https://docs.github.com/rest/issues/labels#get-a-label";
+    pub const UPDATE_LABEL: &str = "https://docs.github.com/rest/issues/labels#update-a-label";
+    pub const DELETE_LABEL: &str = "https://docs.github.com/rest/issues/labels#delete-a-label";
+    pub const LOCK_ISSUE: &str = "https://docs.github.com/rest/issues/issues#lock-an-issue";
+    pub const UNLOCK_ISSUE: &str = "https://docs.github.com/rest/issues/issues#unlock-an-issue";
+    pub const CREATE_STATUS: &str =
+        "https://docs.github.com/rest/commits/statuses#create-a-commit-status";
+    pub const LIST_STATUSES: &str =
+        "https://docs.github.com/rest/commits/statuses#list-commit-statuses-for-a-reference";
+    pub const COMBINED_STATUS: &str = "https://docs.github.com/rest/commits/statuses#get-the-combined-status-for-a-specific-reference";
     pub const REMOVE_LABEL: &str =
         "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue";
     pub const COMMENTS: &str = "https://docs.github.com/rest/issues/comments";
@@ -121,6 +133,15 @@ pub fn json_response(status: u16, body: &Value) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json; charset=utf-8"),
     );
+    response
+}
+
+/// `201 Created` with the new resource's API URL in `Location`, as GitHub answers a create.
+pub fn created_response(body: &Value, location: &str) -> Response {
+    let mut response = json_response(201, body);
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
     response
 }
 

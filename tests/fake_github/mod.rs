@@ -23,8 +23,10 @@ pub mod routes_contents;
 pub mod routes_git;
 pub mod routes_graphql;
 pub mod routes_issues;
+pub mod routes_labels;
 pub mod routes_pulls;
 pub mod routes_repository;
+pub mod routes_statuses;
 pub mod scenario;
 pub mod scenario_big;
 pub mod scenario_counts;
@@ -41,7 +43,8 @@ pub use faults::{FaultConfig, FaultRule, FaultTiming, RateLimitConfig};
 pub use server::{FakeGitHub, FakeGitHubHandle, InjectedFault, LoggedRequest, RequestCounts};
 pub use state::{
     BodyEdit, Commit, CommitStatus, DeletedRef, Dispatch, GitIdentity, Issue, IssueComment, Job,
-    Label, Mergeability, PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
+    Label, Lock, Mergeability, Organization, PullRequest, PullState, RepoState, Role, Workflow,
+    WorkflowRun,
 };
 
 /// An HTTP client for a test to talk to the fake directly. klaud builds reqwest without a default

@@ -4,10 +4,11 @@
 use serde_json::{Value, json};
 
 use super::git::FileChange;
+use super::pagination::percent_encode;
 use super::prng::user_id;
 use super::state::{
-    Commit, Issue, IssueComment, Job, Label, Mergeability, PullRequest, PullState, RepoState, Role,
-    Workflow, WorkflowRun,
+    Commit, Issue, IssueComment, Job, Label, Lock, Mergeability, PullRequest, PullState, RepoState,
+    Role, Workflow, WorkflowRun,
 };
 
 pub const HTML_BASE: &str = "https://github.com";
@@ -103,6 +104,15 @@ fn extend(object: &mut Value, more: Value) {
     }
 }
 
+/// An account as [`user`], the repository's owning organization typed `Organization`.
+pub fn account(state: &RepoState, login: &str, api: &str) -> Value {
+    let mut account = user(login, api);
+    if state.organization.is_some() && login == state.owner {
+        account["type"] = json!("Organization");
+    }
+    account
+}
+
 fn optional_user(login: Option<&str>, api: &str) -> Value {
     login.map(|login| user(login, api)).unwrap_or(Value::Null)
 }
@@ -158,13 +168,51 @@ pub fn repository_named(state: &RepoState, full_name: &str, api: &str) -> Value 
             "disabled": false,
             "allow_forking": true,
             "is_template": false,
-            "topics": [],
+            "topics": if full_name == state.full_name() { json!(state.topics) } else { json!([]) },
+            "web_commit_signoff_required": false,
             "created_at": "2020-01-01T00:00:00Z",
             "updated_at": pushed_at,
             "pushed_at": pushed_at,
         }),
     );
     repository
+}
+
+/// `GET /repos/{owner}/{repo}` for `caller` (GitHub's `full-repository`): the repository with
+/// the caller's `permissions`, its merge settings and, when an organization owns it, the
+/// `organization`.
+pub fn full_repository(state: &RepoState, api: &str, caller: &str) -> Value {
+    let mut repository = repository(state, api);
+    extend(
+        &mut repository,
+        json!({
+            "permissions": permissions(state.role_of(caller)),
+            "temp_clone_token": "",
+            "allow_squash_merge": true,
+            "allow_merge_commit": true,
+            "allow_rebase_merge": true,
+            "allow_auto_merge": false,
+            "delete_branch_on_merge": false,
+            "allow_update_branch": false,
+            "use_squash_pr_title_as_default": false,
+        }),
+    );
+    if state.organization.is_some() {
+        repository["organization"] = account(state, &state.owner, api);
+    }
+    repository
+}
+
+/// What a role lets an account do, as GitHub's `permissions` objects say it.
+pub fn permissions(role: Option<Role>) -> Value {
+    let at_least = |wanted: Role| role.is_some_and(|role| role.rank() >= wanted.rank());
+    json!({
+        "admin": at_least(Role::Admin),
+        "maintain": at_least(Role::Maintain),
+        "push": at_least(Role::Write),
+        "triage": at_least(Role::Triage),
+        "pull": at_least(Role::Read),
+    })
 }
 
 /// The repository object workflow runs carry (`minimal-repository`).
@@ -182,7 +230,7 @@ pub fn minimal_repository(state: &RepoState, full_name: &str, api: &str) -> Valu
         "node_id": repository_node_id(id),
         "name": name,
         "full_name": full_name,
-        "owner": user(owner, api),
+        "owner": account(state, owner, api),
         "private": false,
         "html_url": format!("{HTML_BASE}/{full_name}"),
         "description": null,
@@ -242,12 +290,21 @@ pub fn label(label: &Label, api: &str, state: &RepoState) -> Value {
     json!({
         "id": label.id,
         "node_id": format!("LA_kwDO{:010}", label.id),
-        "url": format!("{api}/repos/{}/labels/{}", state.full_name(), label.name),
+        "url": label_url(state, &label.name, api),
         "name": label.name,
         "color": label.color,
-        "default": false,
+        "default": label.default,
         "description": label.description,
     })
+}
+
+/// A label's API URL, its name percent-encoded (`good%20first%20issue`).
+pub fn label_url(state: &RepoState, name: &str, api: &str) -> String {
+    format!(
+        "{api}/repos/{}/labels/{}",
+        state.full_name(),
+        percent_encode(name)
+    )
 }
 
 pub fn issue_labels(state: &RepoState, labels: &[String], api: &str) -> Vec<Value> {
@@ -276,7 +333,7 @@ fn branch_end(
         "label": format!("{owner}:{branch}"),
         "ref": branch,
         "sha": sha,
-        "user": user(owner, api),
+        "user": account(state, owner, api),
         "repo": match repo {
             Some(full_name) if full_name == state.full_name() => this_repository.clone(),
             Some(full_name) => repository_named(state, full_name, api),
@@ -321,7 +378,7 @@ pub fn pull_request_beside(
         "statuses_url": statuses_url,
         "number": number,
         "state": pull.state.as_str(),
-        "locked": false,
+        "locked": pull.lock.is_some(),
         "title": pull.title,
         "user": user(&pull.author, api),
         "body": pull.body,
@@ -349,9 +406,9 @@ pub fn pull_request_beside(
             "commits": link(&format!("{url}/commits")),
             "statuses": link(&statuses_url),
         },
-        "author_association": if pull.author == state.owner { "OWNER" } else { "CONTRIBUTOR" },
+        "author_association": state.author_association(&pull.author, "CONTRIBUTOR"),
         "auto_merge": Value::Null,
-        "active_lock_reason": Value::Null,
+        "active_lock_reason": lock_reason(pull.lock.as_ref()),
     })
 }
 
@@ -417,7 +474,7 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         (PullState::Closed, None) => json!("not_planned"),
     };
     let url = format!("{api}/repos/{full_name}/issues/{number}");
-    json!({
+    let mut answer = json!({
         "url": url,
         "repository_url": format!("{api}/repos/{full_name}"),
         "labels_url": format!("{url}/labels{{/name}}"),
@@ -432,7 +489,6 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         "labels": issue_labels(state, &pull.labels, api),
         "state": pull.state.as_str(),
         "state_reason": state_reason,
-        "locked": false,
         "assignee": Value::Null,
         "assignees": [],
         "milestone": Value::Null,
@@ -443,7 +499,7 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
         "closed_by": optional_user(pull.closed_by.as_deref(), api),
         "body": pull.body,
         "draft": pull.draft,
-        "author_association": if pull.author == state.owner { "OWNER" } else { "CONTRIBUTOR" },
+        "author_association": state.author_association(&pull.author, "CONTRIBUTOR"),
         "pull_request": {
             "url": format!("{api}/repos/{full_name}/pulls/{number}"),
             "html_url": format!("{HTML_BASE}/{full_name}/pull/{number}"),
@@ -451,7 +507,36 @@ pub fn issue(state: &RepoState, pull: &PullRequest, api: &str) -> Value {
             "patch_url": format!("{HTML_BASE}/{full_name}/pull/{number}.patch"),
             "merged_at": pull.merged_at,
         },
+    });
+    extend(&mut answer, conversation(&url, pull.lock.as_ref()));
+    answer
+}
+
+/// What every issue answer carries about its conversation: whether it is locked and why, the
+/// reactions (none: the fake keeps no reactions), its timeline and the app that acted (none).
+fn conversation(issue_url: &str, lock: Option<&Lock>) -> Value {
+    json!({
+        "locked": lock.is_some(),
+        "active_lock_reason": lock_reason(lock),
+        "reactions": {
+            "url": format!("{issue_url}/reactions"),
+            "total_count": 0,
+            "+1": 0,
+            "-1": 0,
+            "laugh": 0,
+            "hooray": 0,
+            "confused": 0,
+            "heart": 0,
+            "rocket": 0,
+            "eyes": 0,
+        },
+        "timeline_url": format!("{issue_url}/timeline"),
+        "performed_via_github_app": Value::Null,
     })
+}
+
+fn lock_reason(lock: Option<&Lock>) -> Value {
+    json!(lock.and_then(|lock| lock.reason.as_deref()))
 }
 
 /// An issue that is not a pull request (`GET /issues/{n}`): no `pull_request` key.
@@ -464,7 +549,7 @@ pub fn real_issue(state: &RepoState, issue: &Issue, api: &str) -> Value {
         .filter(|comment| comment.issue_number == number)
         .count();
     let url = format!("{api}/repos/{full_name}/issues/{number}");
-    json!({
+    let mut answer = json!({
         "url": url,
         "repository_url": format!("{api}/repos/{full_name}"),
         "labels_url": format!("{url}/labels{{/name}}"),
@@ -479,7 +564,6 @@ pub fn real_issue(state: &RepoState, issue: &Issue, api: &str) -> Value {
         "labels": issue_labels(state, &issue.labels, api),
         "state": issue.state.as_str(),
         "state_reason": issue.state_reason,
-        "locked": false,
         "assignee": Value::Null,
         "assignees": [],
         "milestone": Value::Null,
@@ -489,8 +573,10 @@ pub fn real_issue(state: &RepoState, issue: &Issue, api: &str) -> Value {
         "closed_at": issue.closed_at,
         "closed_by": optional_user(issue.closed_by.as_deref(), api),
         "body": issue.body,
-        "author_association": if issue.author == state.owner { "OWNER" } else { "NONE" },
-    })
+        "author_association": state.author_association(&issue.author, "NONE"),
+    });
+    extend(&mut answer, conversation(&url, issue.lock.as_ref()));
+    answer
 }
 
 /// `GET /collaborators/{username}/permission`: the legacy `permission`, the `role_name` and the
@@ -500,29 +586,11 @@ pub fn collaborator_permission(login: &str, role: Option<Role>, api: &str) -> Va
         Some(role) => (role.permission(), role.as_str()),
         None => ("none", "none"),
     };
-    let at_least = |wanted: Role| {
-        role.is_some_and(|role| {
-            let rank = |role: Role| match role {
-                Role::Read => 1,
-                Role::Triage => 2,
-                Role::Write => 3,
-                Role::Maintain => 4,
-                Role::Admin => 5,
-            };
-            rank(role) >= rank(wanted)
-        })
-    };
     let mut account = user(login, api);
     extend(
         &mut account,
         json!({
-            "permissions": {
-                "pull": at_least(Role::Read),
-                "triage": at_least(Role::Triage),
-                "push": at_least(Role::Write),
-                "maintain": at_least(Role::Maintain),
-                "admin": at_least(Role::Admin),
-            },
+            "permissions": permissions(role),
             "role_name": role_name,
         }),
     );
@@ -545,7 +613,7 @@ pub fn comment(state: &RepoState, comment: &IssueComment, api: &str) -> Value {
         "user": user(&comment.author, api),
         "created_at": comment.created_at,
         "updated_at": comment.updated_at,
-        "author_association": if comment.author == state.owner { "OWNER" } else { "NONE" },
+        "author_association": state.author_association(&comment.author, "NONE"),
     })
 }
 

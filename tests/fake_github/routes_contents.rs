@@ -1,14 +1,17 @@
-//! The contents API on branches: reading a file (base64 with GitHub's line breaks, blob sha),
-//! listing a directory, and writing or deleting a file as one commit with compare-and-swap on the
-//! blob sha — 404 `Branch X not found` first, then 422 `"sha" wasn't supplied` for an existing
-//! file without sha, then 409 `<path> does not match <sha>` for a stale one.
+//! The contents API on branches: reading a file (base64 with GitHub's line breaks, blob sha, or
+//! the file itself for the `raw` media type), listing a directory, and writing or deleting a
+//! file as one commit with compare-and-swap on the blob sha — 404 `Branch X not found` first,
+//! then 422 `"sha" wasn't supplied` for an existing file without sha, then 409 `<path> does not
+//! match <sha>` for a stale one. The first file written to an empty repository makes its default
+//! branch.
 
 use std::collections::BTreeSet;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
-use axum::http::Uri;
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine;
 use serde::Deserialize;
@@ -52,14 +55,45 @@ fn github_base64(content: &str) -> String {
     wrapped
 }
 
+/// The content type of a file asked for raw (`Accept: application/vnd.github.raw`, or the
+/// `v3` one), which GitHub answers with the file itself.
+fn raw_media_type(headers: &HeaderMap) -> Option<&'static str> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
+    accept.split(',').find_map(|media_type| {
+        match media_type.split(';').next().unwrap_or("").trim() {
+            "application/vnd.github.v3.raw" => Some("application/vnd.github.v3.raw; charset=utf-8"),
+            "application/vnd.github.raw" | "application/vnd.github.raw+json" => {
+                Some("application/vnd.github.raw; charset=utf-8")
+            }
+            _ => None,
+        }
+    })
+}
+
+fn raw_response(content: String, content_type: &'static str) -> Response {
+    let mut response = content.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
 async fn get_content(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
     Path(params): Params,
+    headers: HeaderMap,
     uri: Uri,
 ) -> ApiResult {
     let query = QueryParams::parse(uri.query());
     let state = shared.repo();
+    if state.refs.is_empty() {
+        return Err(ApiError::new(
+            404,
+            "This repository is empty.",
+            docs::GET_CONTENT,
+        ));
+    }
     let reference = query
         .filter("ref")
         .map(str::to_string)
@@ -73,6 +107,9 @@ async fn get_content(
     })?;
     let path = path_param(&params);
     if let Some((blob, content)) = state.file_at(&commit, &path) {
+        if let Some(content_type) = raw_media_type(&headers) {
+            return Ok(raw_response(content, content_type));
+        }
         let mut answer = render::content_entry(
             &state,
             &path,
@@ -138,14 +175,16 @@ struct FileWrite {
     sha: Option<String>,
 }
 
-/// The branch to write, which must exist (GitHub checks it before anything else).
+/// The branch to write, which must exist (GitHub checks it before anything else) unless the
+/// repository is empty and it is the default branch, which the write then makes.
 fn target_branch(
     state: &RepoState,
     requested: Option<String>,
     doc: &'static str,
 ) -> Result<String, ApiError> {
     let branch = requested.unwrap_or_else(|| state.default_branch.clone());
-    if state.branch_sha(&branch).is_none() {
+    let first_write = state.refs.is_empty() && branch == state.default_branch;
+    if state.branch_sha(&branch).is_none() && !first_write {
         return Err(ApiError::new(
             404,
             format!("Branch {branch} not found"),

@@ -1,4 +1,5 @@
-//! Git data: refs (read, match, create, fast-forward-checked update, delete), commits (REST and
+//! Git data: refs (read, match, list under a prefix as `GET /git/refs/…` still answers, create
+//! with `Location`, fast-forward-checked update, delete), commits (REST and
 //! git views, history by path), trees (read by sha or by what names one, `recursive` or not;
 //! created from a base tree with writes and deletions, a deletion of nothing refused as GitHub
 //! does) and `POST /git/commits`: enough to build an orphan branch or commit several files.
@@ -15,12 +16,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::clock::Timestamp;
-use super::errors::{ApiError, ApiResult, docs, empty_response, json_response, parse_body};
+use super::errors::{
+    ApiError, ApiResult, created_response, docs, empty_response, json_response, parse_body,
+};
 use super::git::{NewCommit, identity_for_login};
 use super::pagination::{QueryParams, page_of};
 use super::prng::user_id;
 use super::render;
 use super::routes_pulls::Params;
+use super::routes_statuses;
 use super::server::{RequestContext, Shared};
 use super::state::{DeletedRef, GitIdentity, RepoState};
 
@@ -33,10 +37,14 @@ pub fn routes() -> Router<Shared> {
             "/repos/{owner}/{repo}/git/matching-refs/{*reference}",
             get(matching_refs),
         )
-        .route("/repos/{owner}/{repo}/git/refs", post(create_ref))
+        .route(
+            "/repos/{owner}/{repo}/git/refs",
+            post(create_ref).get(refs_below),
+        )
+        .route("/repos/{owner}/{repo}/git/refs/", get(refs_below))
         .route(
             "/repos/{owner}/{repo}/git/refs/{*reference}",
-            patch(update_ref).delete(delete_ref).get(get_ref),
+            patch(update_ref).delete(delete_ref).get(refs_below),
         )
         .route("/repos/{owner}/{repo}/git/commits", post(create_commit))
         .route(
@@ -78,6 +86,37 @@ async fn get_ref(
         200,
         &render::git_ref(&state, &name, sha, &context.api),
     ))
+}
+
+/// `GET /git/refs/{ref}`, the older reading GitHub still answers: the ref itself when one is
+/// named exactly, else every ref below it (all of them for `/git/refs/`) as an array, unpaginated;
+/// 404 when there is none.
+async fn refs_below(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    params: Option<Path<std::collections::HashMap<String, String>>>,
+) -> ApiResult {
+    let state = shared.repo();
+    let name = params
+        .map(|Path(params)| full_ref(&params))
+        .unwrap_or_else(|| "refs/".to_string());
+    if let Some(sha) = state.refs.get(&name) {
+        return Ok(json_response(
+            200,
+            &render::git_ref(&state, &name, sha, &context.api),
+        ));
+    }
+    let prefix = format!("{}/", name.trim_end_matches('/'));
+    let items: Vec<Value> = state
+        .refs
+        .range(prefix.clone()..)
+        .take_while(|(below, _)| below.starts_with(&prefix))
+        .map(|(below, sha)| render::git_ref(&state, below, sha, &context.api))
+        .collect();
+    if items.is_empty() {
+        return Err(ApiError::not_found(docs::REFS));
+    }
+    Ok(json_response(200, &Value::Array(items)))
 }
 
 /// Every matching ref, unpaginated, as GitHub answers this endpoint.
@@ -136,10 +175,9 @@ async fn create_ref(
         ));
     }
     state.set_ref(&name, &sha);
-    Ok(json_response(
-        201,
-        &render::git_ref(&state, &name, &sha, &context.api),
-    ))
+    let answer = render::git_ref(&state, &name, &sha, &context.api);
+    let location = answer["url"].as_str().unwrap_or_default().to_string();
+    Ok(created_response(&answer, &location))
 }
 
 #[derive(Deserialize)]
@@ -480,16 +518,24 @@ async fn get_blob(
     ))
 }
 
+/// `GET /commits/{ref}`, or a ref's statuses (`…/statuses`, `…/status`), whose paths it shares.
 async fn get_commit(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
     Path(params): Params,
+    uri: Uri,
 ) -> ApiResult {
     let state = shared.repo();
     let reference = params
         .get("reference")
         .map(|value| value.trim_start_matches('/').to_string())
         .unwrap_or_default();
+    if let Some(reference) = reference.strip_suffix("/statuses") {
+        return routes_statuses::list_statuses(&state, reference, &context, &uri);
+    }
+    if let Some(reference) = reference.strip_suffix("/status") {
+        return routes_statuses::combined_status(&state, reference, &context);
+    }
     let commit = state
         .resolve_commitish(&reference)
         .and_then(|sha| state.commits.get(&sha))

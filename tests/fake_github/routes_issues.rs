@@ -1,24 +1,26 @@
 //! Issues and the issue side of pull requests: creating and listing issues (the listing holds
 //! pull requests too, with their `pull_request` key), `GET/PATCH /issues/{n}` for either (with
-//! `closed_by`, `state_reason`, and every change of the body recorded as a revision), an issue's
-//! labels, and issue comments.
+//! `closed_by`, `state_reason`, and every change of the body recorded as a revision), locking
+//! and unlocking the conversation, an issue's labels, and issue comments.
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
 use axum::http::Uri;
-use axum::routing::{delete, get, patch};
+use axum::routing::{delete, get, patch, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::builder::IssueSpec;
 use super::clock::Timestamp;
-use super::errors::{ApiError, ApiResult, docs, empty_response, json_response, parse_body};
+use super::errors::{
+    ApiError, ApiResult, created_response, docs, empty_response, json_response, parse_body,
+};
 use super::pagination::{QueryParams, page_of, rendered_page_of};
 use super::render;
 use super::routes_pulls::{Params, change_open_state, number_param};
 use super::server::{RequestContext, Shared};
-use super::state::{PullState, RepoState};
+use super::state::{Lock, PullState, RepoState};
 
 pub fn routes() -> Router<Shared> {
     Router::new()
@@ -29,6 +31,10 @@ pub fn routes() -> Router<Shared> {
         .route(
             "/repos/{owner}/{repo}/issues/{number}",
             get(get_issue).patch(update_issue),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/lock",
+            put(lock_issue).delete(unlock_issue),
         )
         .route(
             "/repos/{owner}/{repo}/issues/{number}/labels",
@@ -51,7 +57,6 @@ pub fn routes() -> Router<Shared> {
                 .get(get_comment)
                 .delete(delete_comment),
         )
-        .route("/repos/{owner}/{repo}/labels", get(list_repository_labels))
 }
 
 /// Issue or pull request `number` as `GET /issues/{n}` answers it.
@@ -197,10 +202,47 @@ async fn create_issue(
         labels,
         created_at: None,
     });
-    Ok(json_response(
-        201,
-        &render::real_issue(&state, &state.issues[&number], &context.api),
-    ))
+    let answer = render::real_issue(&state, &state.issues[&number], &context.api);
+    let location = answer["url"].as_str().unwrap_or_default().to_string();
+    Ok(created_response(&answer, &location))
+}
+
+#[derive(Deserialize)]
+struct LockRequest {
+    lock_reason: Option<String>,
+}
+
+/// The reasons GitHub shows for a locked conversation.
+const LOCK_REASONS: [&str; 4] = ["off-topic", "too heated", "resolved", "spam"];
+
+async fn lock_issue(State(shared): State<Shared>, Path(params): Params, body: Bytes) -> ApiResult {
+    let request: LockRequest = parse_body(&body, docs::LOCK_ISSUE)?;
+    if let Some(reason) = &request.lock_reason
+        && !LOCK_REASONS.contains(&reason.as_str())
+    {
+        return Err(ApiError::validation_failed(
+            json!({"resource": "Issue", "code": "invalid", "field": "lock_reason"}),
+            docs::LOCK_ISSUE,
+        ));
+    }
+    let number = number_param(&params, "number")?;
+    let mut state = shared.repo();
+    find_issue(&state, number, docs::LOCK_ISSUE)?;
+    state.set_lock(
+        number,
+        Some(Lock {
+            reason: request.lock_reason,
+        }),
+    );
+    Ok(empty_response(204))
+}
+
+async fn unlock_issue(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
+    let number = number_param(&params, "number")?;
+    let mut state = shared.repo();
+    find_issue(&state, number, docs::UNLOCK_ISSUE)?;
+    state.set_lock(number, None);
+    Ok(empty_response(204))
 }
 
 #[derive(Deserialize)]
@@ -463,20 +505,6 @@ async fn remove_label(
         .collect();
     set_labels(&mut state, number, kept);
     labels_answer(&state, number, &context, None)
-}
-
-async fn list_repository_labels(
-    State(shared): State<Shared>,
-    Extension(context): Extension<RequestContext>,
-    uri: Uri,
-) -> ApiResult {
-    let state = shared.repo();
-    let items: Vec<Value> = state
-        .labels
-        .values()
-        .map(|label| render::label(label, &context.api, &state))
-        .collect();
-    Ok(page_of(&context, &uri, &items))
 }
 
 async fn list_comments(

@@ -320,6 +320,7 @@ async fn create_pull(
             closed_by: None,
             mergeability: Mergeability::default(),
             behind: false,
+            lock: None,
         },
     );
     Ok(json_response(

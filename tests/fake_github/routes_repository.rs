@@ -1,10 +1,12 @@
-//! The account and repository endpoints: `GET /user`, `GET /repos/{owner}/{repo}`, a
-//! collaborator's permission (`role_name` and the legacy `permission`; `none` for an account
-//! without access, 404 for one GitHub does not know) and `GET /rate_limit`.
+//! The account and repository endpoints: `GET /user`, `GET /repos/{owner}/{repo}` (with the
+//! caller's `permissions`), a collaborator's permission (`role_name` and the legacy
+//! `permission`; `none` for an account without access, 404 for one GitHub does not know) and
+//! `GET /rate_limit`.
 
+use axum::Router;
 use axum::extract::{Extension, Path, State};
+use axum::response::Response;
 use axum::routing::get;
-use axum::{Json, Router};
 use serde_json::json;
 
 use super::errors::{ApiError, ApiResult, docs, json_response};
@@ -23,23 +25,27 @@ pub fn routes() -> Router<Shared> {
         .route("/rate_limit", get(rate_limit))
 }
 
-async fn authenticated_user(
-    Extension(context): Extension<RequestContext>,
-) -> Json<serde_json::Value> {
-    Json(render::authenticated_user(&context.login, &context.api))
+async fn authenticated_user(Extension(context): Extension<RequestContext>) -> Response {
+    json_response(
+        200,
+        &render::authenticated_user(&context.login, &context.api),
+    )
 }
 
 async fn repository(
     State(shared): State<Shared>,
     Extension(context): Extension<RequestContext>,
-) -> Json<serde_json::Value> {
+) -> Response {
     let state = shared.repo();
-    Json(render::repository(&state, &context.api))
+    json_response(
+        200,
+        &render::full_repository(&state, &context.api, &context.login),
+    )
 }
 
 /// The counters themselves are in the response headers; the body mirrors GitHub's shape.
-async fn rate_limit() -> Json<serde_json::Value> {
-    Json(json!({ "resources": {}, "rate": {} }))
+async fn rate_limit() -> Response {
+    json_response(200, &json!({ "resources": {}, "rate": {} }))
 }
 
 async fn collaborator_permission(

@@ -394,18 +394,22 @@ impl Drop for FakeGitHubHandle {
     }
 }
 
-/// Every route, behind the GitHub middleware (which lets `/_fake/…` through untouched).
+/// Every route, behind the GitHub middleware (which lets `/_fake/…` through untouched). A method
+/// a path does not take is GitHub's 404, not a 405.
 pub fn router(shared: Shared) -> Router {
     Router::new()
         .merge(super::routes_repository::routes())
         .merge(super::routes_pulls::routes())
         .merge(super::routes_issues::routes())
+        .merge(super::routes_labels::routes())
+        .merge(super::routes_statuses::routes())
         .merge(super::routes_git::routes())
         .merge(super::routes_contents::routes())
         .merge(super::routes_actions::routes())
         .merge(super::routes_graphql::routes())
         .merge(super::routes_admin::routes())
         .fallback(|| async { ApiError::not_found(docs::REST) })
+        .method_not_allowed_fallback(|| async { ApiError::not_found(docs::REST) })
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             github_semantics,

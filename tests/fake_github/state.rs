@@ -1,9 +1,10 @@
 //! The repository's state as plain, serializable data: git objects and refs, pull requests (which
 //! are also issues), issues that are not pull requests, the edit history of their bodies,
-//! comments, labels, workflows, runs, jobs and dispatches, the collaborators' roles, plus the
-//! tokens the server accepts. `GET/PUT /_fake/state` dump and load exactly this document.
+//! comments, labels, commit statuses, workflows, runs, jobs and dispatches, the collaborators'
+//! roles and the owning organization's members, plus the tokens the server accepts.
+//! `GET/PUT /_fake/state` dump and load exactly this document.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,13 @@ pub struct RepoState {
     /// Login → the account's role on the repository; an account not listed has no access.
     #[serde(default)]
     pub collaborators: BTreeMap<String, Role>,
+    /// The repository's topics.
+    #[serde(default)]
+    pub topics: Vec<String>,
+    /// The organization that owns the repository (its login is `owner`); `None` when the owner
+    /// is a user.
+    #[serde(default)]
+    pub organization: Option<Organization>,
     /// Issue comments by id.
     pub comments: BTreeMap<u64, IssueComment>,
     /// Workflows by id.
@@ -133,8 +141,25 @@ pub struct GitIdentity {
 pub struct Label {
     pub id: u64,
     pub name: String,
+    /// Six hex digits, as given (GitHub keeps their case).
     pub color: String,
     pub description: Option<String>,
+    /// One of the labels GitHub gives every new repository.
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// An organization owning the repository: who its members are (GitHub's `MEMBER` association).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Organization {
+    pub members: BTreeSet<String>,
+}
+
+/// A locked conversation (`PUT /issues/{n}/lock`) and the reason it shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lock {
+    /// `off-topic`, `too heated`, `resolved` or `spam`; `None` when locked without one.
+    pub reason: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +208,8 @@ pub struct PullRequest {
     /// to date (GitHub's `BEHIND`).
     #[serde(default)]
     pub behind: bool,
+    #[serde(default)]
+    pub lock: Option<Lock>,
 }
 
 /// GitHub's `mergeable` of a pull request (REST gives `true`, `false` or `null`).
@@ -235,6 +262,8 @@ pub struct Issue {
     pub updated_at: Timestamp,
     pub closed_at: Option<Timestamp>,
     pub closed_by: Option<String>,
+    #[serde(default)]
+    pub lock: Option<Lock>,
 }
 
 /// One revision of an issue's (or pull request's) body: who wrote it, when, and its full text
@@ -267,6 +296,17 @@ impl Role {
             Role::Write => "write",
             Role::Triage => "triage",
             Role::Read => "read",
+        }
+    }
+
+    /// The roles in order: each can do what the ones before it can.
+    pub fn rank(self) -> u8 {
+        match self {
+            Role::Read => 1,
+            Role::Triage => 2,
+            Role::Write => 3,
+            Role::Maintain => 4,
+            Role::Admin => 5,
         }
     }
 
@@ -435,6 +475,38 @@ impl RepoState {
         Some(&mut issue.labels)
     }
 
+    /// Locks (or with `None` unlocks) the conversation of issue or pull request `number`.
+    pub fn set_lock(&mut self, number: u64, lock: Option<Lock>) {
+        let now = self.now();
+        if let Some(pull) = self.pulls.get_mut(&number) {
+            pull.lock = lock;
+            pull.updated_at = now;
+        } else if let Some(issue) = self.issues.get_mut(&number) {
+            issue.lock = lock;
+            issue.updated_at = now;
+        }
+    }
+
+    /// Renames label `from` to `to` on every issue and pull request carrying it.
+    pub fn rename_label_on_issues(&mut self, from: &str, to: &str) {
+        let pulls = self.pulls.values_mut().map(|pull| &mut pull.labels);
+        let issues = self.issues.values_mut().map(|issue| &mut issue.labels);
+        for label in pulls.chain(issues).flatten() {
+            if label == from {
+                *label = to.to_string();
+            }
+        }
+    }
+
+    /// Takes label `name` off every issue and pull request.
+    pub fn remove_label_from_issues(&mut self, name: &str) {
+        let pulls = self.pulls.values_mut().map(|pull| &mut pull.labels);
+        let issues = self.issues.values_mut().map(|issue| &mut issue.labels);
+        for labels in pulls.chain(issues) {
+            labels.retain(|label| label != name);
+        }
+    }
+
     /// Sets the `updated_at` of issue or pull request `number` to now.
     pub fn touch_issue(&mut self, number: u64) {
         let now = self.now();
@@ -456,6 +528,25 @@ impl RepoState {
                 .comments
                 .values()
                 .any(|comment| comment.author == login)
+    }
+
+    /// GitHub's `author_association` of `login` here: `OWNER`, `MEMBER` of the owning
+    /// organization, `COLLABORATOR` with a role on the repository, else `otherwise` (`NONE`, or
+    /// `CONTRIBUTOR` for the author of a pull request).
+    pub fn author_association(&self, login: &str, otherwise: &'static str) -> &'static str {
+        if login == self.owner {
+            "OWNER"
+        } else if self
+            .organization
+            .as_ref()
+            .is_some_and(|organization| organization.members.contains(login))
+        {
+            "MEMBER"
+        } else if self.collaborators.contains_key(login) {
+            "COLLABORATOR"
+        } else {
+            otherwise
+        }
     }
 
     /// The account's role; the owner is an admin.
