@@ -1,7 +1,9 @@
 //! A fake GitHub for integration tests, end-to-end runs and benchmarks: one stateful repository
 //! served over HTTP on 127.0.0.1 with GitHub's REST v3 and GraphQL semantics (pagination, the
 //! 1000-result cap of filtered run listings, 409/422 conflicts, rate-limit headers), seeded fault
-//! injection and a request log.
+//! injection and a request log. Its answers are held to GitHub's OpenAPI description and GraphQL
+//! schema, and to real sessions of api.github.com replayed against it
+//! (`tests/fake_github_replay.rs`).
 //!
 //! It is the crate `klaud-fake-github` (a dev-dependency of klaud, compiled once for every test
 //! binary): a test file names it with `use klaud_fake_github as fake_github;`, seeds a
