@@ -65,7 +65,9 @@ impl fmt::Display for Difference {
             DifferenceKind::MissingKey => write!(formatter, "{at}: missing"),
             DifferenceKind::WrongType { recorded, answered } => write!(
                 formatter,
-                "{at}: GitHub answered a {recorded}, the fake a {answered}"
+                "{at}: GitHub answered {}, the fake {}",
+                with_article(recorded),
+                with_article(answered)
             ),
             DifferenceKind::Length { recorded, answered } => write!(
                 formatter,
@@ -282,6 +284,16 @@ impl Comparer {
     }
 }
 
+/// `an array`, `a string`.
+fn with_article(kind: &str) -> String {
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {kind}")
+}
+
 fn differs(at: &str, recorded: impl fmt::Display, answered: impl fmt::Display) -> Difference {
     Difference {
         at: at.to_string(),
@@ -436,8 +448,9 @@ mod tests {
     fn a_value_of_another_type_is_a_difference() {
         let mut answer = faithful_answer();
         body_mut(&mut answer)["object"] = json!(null);
+        let found = compare(&answer);
         assert_eq!(
-            compare(&answer),
+            found,
             vec![Difference {
                 at: "/object".to_string(),
                 kind: DifferenceKind::WrongType {
@@ -445,6 +458,10 @@ mod tests {
                     answered: "null"
                 }
             }]
+        );
+        assert_eq!(
+            found[0].to_string(),
+            "/object: GitHub answered an object, the fake a null"
         );
     }
 
