@@ -650,6 +650,29 @@ fn report_status(account: &mut Account, record: &Value) {
     report_health(account, record);
 }
 
+/// The dashboard issue's *Pull requests* section, as klaud wrote it.
+fn report_dashboard_pulls(account: &mut Account, server: &FakeGitHubHandle) {
+    let body = server.with_state(|state| {
+        state
+            .issues
+            .values()
+            .find(|issue| issue.labels.iter().any(|label| label == "klaud-dashboard"))
+            .and_then(|issue| issue.body.clone())
+            .unwrap_or_default()
+    });
+    let section = body
+        .split("\n## ")
+        .find(|section| section.starts_with("Pull requests"))
+        .unwrap_or_default();
+    account.line("  the dashboard's pull requests section:".to_string());
+    for line in format!("## {section}")
+        .lines()
+        .filter(|line| !line.is_empty())
+    {
+        account.line(format!("    {line}"));
+    }
+}
+
 /// The health of each open klaud pull request in `status.json`, and the almost ready ones.
 fn report_health(account: &mut Account, record: &Value) {
     for pull in record["pull-requests"].as_array().into_iter().flatten() {
@@ -1249,12 +1272,15 @@ pub fn run_wave(echo: bool) -> Wave {
     report_writes(&mut account, &server, from);
 
     // 7. What a maintainer sees.
-    account.heading("7. klaud status: what a maintainer sees now (read-only)");
+    account.heading(
+        "7. klaud status --dashboard: what a maintainer sees now, kept in the dashboard issue",
+    );
     let from = log_position(&server);
     let status_step = step(&configuration, 9_000_002);
-    run(&server, &status_step, "status", &[]);
+    run(&server, &status_step, "status", &["--dashboard"]);
     let status = status_step.result_file("status.json");
     report_status(&mut account, &status);
+    report_dashboard_pulls(&mut account, &server);
     report_writes(&mut account, &server, from);
 
     // Final state.
