@@ -534,16 +534,23 @@ fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snap
         others: &[],
     });
     assert!(check_markdown(&body) >= 2, "{body}");
+    assert_matches_snapshot("standard-scenario.md", &body);
+}
+
+/// `rendering` equals the snapshot `tests/fixtures/dashboard/<name>` (`KLAUD_UPDATE_SNAPSHOTS=1`
+/// writes it).
+fn assert_matches_snapshot(name: &str, rendering: &str) {
     let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/dashboard/standard-scenario.md");
+        .join("tests/fixtures/dashboard")
+        .join(name);
     if std::env::var_os("KLAUD_UPDATE_SNAPSHOTS").is_some() {
         std::fs::create_dir_all(snapshot.parent().unwrap()).unwrap();
-        std::fs::write(&snapshot, &body).unwrap();
+        std::fs::write(&snapshot, rendering).unwrap();
     }
     let expected = std::fs::read_to_string(&snapshot)
         .expect("the snapshot (KLAUD_UPDATE_SNAPSHOTS=1 writes it)");
     assert_eq!(
-        body, expected,
+        rendering, expected,
         "the rendering changed: review it and update the snapshot"
     );
 }
@@ -724,15 +731,5 @@ fn fifty_pull_requests_fit_the_dashboard_one_line_each_and_match_their_snapshot(
     // Almost ready first, the soonest first; failed jobs folded after three.
     assert!(rows[0].contains("running, almost ready"), "{}", rows[0]);
     assert!(section.contains("+4 more"));
-    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/dashboard/fifty-pull-requests.md");
-    if std::env::var_os("KLAUD_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&snapshot, &section).unwrap();
-    }
-    let expected = std::fs::read_to_string(&snapshot)
-        .expect("the snapshot (KLAUD_UPDATE_SNAPSHOTS=1 writes it)");
-    assert_eq!(
-        section, expected,
-        "the rendering changed: review it and update the snapshot"
-    );
+    assert_matches_snapshot("fifty-pull-requests.md", &section);
 }
