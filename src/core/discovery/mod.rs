@@ -247,11 +247,21 @@ impl FamilyNames {
     }
 
     /// True when a record of `candidate` (whose family the record names as `family`, if it
-    /// does) is one of this family's.
+    /// does) is one of this family's: the family part of a discovered id, or the reference
+    /// system's coarse id, alone or followed by `-` and more (its branches are
+    /// `klaude/auto-<coarse id>-<image hash>`).
     fn names(&self, name: &str, candidate: &str, family: Option<&str>) -> bool {
         family == Some(name)
             || family_id_of_candidate(candidate) == Some(self.id16.as_str())
-            || self.coarse.contains(candidate)
+            || self.is_coarse(candidate)
+    }
+
+    /// A candidate part that is one of the coarse ids, or starts with one and `-`.
+    fn is_coarse(&self, candidate: &str) -> bool {
+        let head = candidate
+            .split_once('-')
+            .map_or(candidate, |(head, _)| head);
+        self.coarse.contains(head)
     }
 }
 
