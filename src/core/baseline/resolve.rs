@@ -37,7 +37,7 @@ use super::{Deferral, DeferralCode};
 use crate::core::candidate::{Baseline, Candidate, ProducerCall};
 use crate::core::discovery::catalog::{CatalogRow, read_catalog};
 use crate::core::discovery::observation::normalise_image;
-use crate::core::review::{ReviewInput, ReviewVerdict};
+use crate::core::review::{HeldBack, Review, ReviewInput, ReviewVerdict};
 
 /// The fields a published row must share with the source, compared exactly as JSON (`false` is
 /// not `0`); the image is compared normalised besides.
@@ -148,15 +148,9 @@ pub struct CandidatePlans {
     pub invalid_review: Option<String>,
 }
 
-/// What the review lets through, and the display model of each discovered candidate that
-/// proceeds. `sources` holds each candidate's [`discovered_source`] (already checked).
-pub fn plan_candidates(
-    candidates: &[Candidate],
-    sources: &[Option<DiscoveredSource>],
-    review: &ReviewInput,
-    models: &BTreeMap<String, String>,
-) -> CandidatePlans {
-    let invalid = |message: String| CandidatePlans {
+/// Every candidate deferred because the review is invalid.
+fn invalid_review_plans(candidates: &[Candidate], message: String) -> CandidatePlans {
+    CandidatePlans {
         plans: candidates
             .iter()
             .map(|_| {
@@ -167,31 +161,95 @@ pub fn plan_candidates(
             })
             .collect(),
         invalid_review: Some(message),
-    };
-    let review = match review {
-        ReviewInput::Absent => None,
-        ReviewInput::Invalid { message } => return invalid(message.clone()),
-        ReviewInput::Decisions(review) => Some(review),
-    };
-    // A proceed must name a display model the configuration does not know.
-    if let Some(review) = review {
-        for (candidate, source) in candidates.iter().zip(sources) {
+    }
+}
+
+/// Why the review is invalid for discovery: a proceed for a discovered candidate that names no
+/// display model the configuration does not know either.
+fn proceed_without_display_model(
+    candidates: &[Candidate],
+    sources: &[Option<DiscoveredSource>],
+    review: &Review,
+    models: &BTreeMap<String, String>,
+) -> Option<String> {
+    candidates
+        .iter()
+        .zip(sources)
+        .find_map(|(candidate, source)| {
             let (Some(source), Some(decision)) = (source, review.decision(&candidate.id)) else {
-                continue;
+                return None;
             };
-            if decision.verdict == ReviewVerdict::Proceed
+            (decision.verdict == ReviewVerdict::Proceed
                 && decision.baseline_model.is_none()
-                && !models.contains_key(source.model())
-            {
-                return invalid(format!(
+                && !models.contains_key(source.model()))
+            .then(|| {
+                format!(
                     "decisions[{}].baseline-model: the proceed for discovered candidate '{}' \
-                     must name the display model of model '{}' (discovery.models names none)",
+                 must name the display model of model '{}' (discovery.models names none)",
                     decision.index,
                     candidate.id,
                     source.model()
-                ));
-            }
+                )
+            })
+        })
+}
+
+/// One candidate's plan, once the review is valid: held back, as given (not discovered), or
+/// resolved with the display model the review names, else the configuration's.
+fn plan_candidate(
+    candidate: &Candidate,
+    source: Option<&DiscoveredSource>,
+    review: Option<&Review>,
+    held_back: &BTreeMap<String, HeldBack>,
+    models: &BTreeMap<String, String>,
+) -> CandidatePlan {
+    if let Some(held) = held_back.get(&candidate.id) {
+        return CandidatePlan::Deferred(Deferral::with_detail(
+            DeferralCode::NotProceeding,
+            &held.message,
+        ));
+    }
+    let Some(source) = source else {
+        return CandidatePlan::AsGiven;
+    };
+    let named = review
+        .and_then(|review| review.decision(&candidate.id))
+        .and_then(|decision| decision.baseline_model.clone());
+    match named.or_else(|| models.get(source.model()).cloned()) {
+        Some(display_model) => CandidatePlan::Resolve {
+            source: Box::new(source.clone()),
+            display_model,
+        },
+        None => CandidatePlan::Deferred(Deferral::with_detail(
+            DeferralCode::NoDisplayModel,
+            &format!(
+                "no display model for model '{}': no review names one and \
+                 discovery.models has none",
+                source.model()
+            ),
+        )),
+    }
+}
+
+/// What the review lets through, and the display model of each discovered candidate that
+/// proceeds. `sources` holds each candidate's [`discovered_source`] (already checked).
+pub fn plan_candidates(
+    candidates: &[Candidate],
+    sources: &[Option<DiscoveredSource>],
+    review: &ReviewInput,
+    models: &BTreeMap<String, String>,
+) -> CandidatePlans {
+    let review = match review {
+        ReviewInput::Absent => None,
+        ReviewInput::Invalid { message } => {
+            return invalid_review_plans(candidates, message.clone());
         }
+        ReviewInput::Decisions(review) => Some(review),
+    };
+    if let Some(message) =
+        review.and_then(|review| proceed_without_display_model(candidates, sources, review, models))
+    {
+        return invalid_review_plans(candidates, message);
     }
     let held_back = review
         .map(|review| review.held_back(candidates))
@@ -200,32 +258,7 @@ pub fn plan_candidates(
         .iter()
         .zip(sources)
         .map(|(candidate, source)| {
-            if let Some(held) = held_back.get(&candidate.id) {
-                return CandidatePlan::Deferred(Deferral::with_detail(
-                    DeferralCode::NotProceeding,
-                    &held.message,
-                ));
-            }
-            let Some(source) = source else {
-                return CandidatePlan::AsGiven;
-            };
-            let named = review
-                .and_then(|review| review.decision(&candidate.id))
-                .and_then(|decision| decision.baseline_model.clone());
-            match named.or_else(|| models.get(source.model()).cloned()) {
-                Some(display_model) => CandidatePlan::Resolve {
-                    source: Box::new(source.clone()),
-                    display_model,
-                },
-                None => CandidatePlan::Deferred(Deferral::with_detail(
-                    DeferralCode::NoDisplayModel,
-                    &format!(
-                        "no display model for model '{}': no review names one and \
-                         discovery.models has none",
-                        source.model()
-                    ),
-                )),
-            }
+            plan_candidate(candidate, source.as_ref(), review, &held_back, models)
         })
         .collect();
     CandidatePlans {

@@ -10,6 +10,7 @@ use super::observation::tests::inferencex_spellings;
 use super::*;
 use crate::core::outcome::Outcome;
 use crate::core::policy::tests::inferencex_policy;
+use crate::core::select::OpenPullRequest;
 use crate::core::snapshot::Listed;
 use crate::core::test_support::at;
 
