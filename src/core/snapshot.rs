@@ -17,8 +17,36 @@ use chrono::{DateTime, Utc};
 use super::github_state::RunConclusion;
 use super::ledger::Ledger;
 
-/// A single read: the fact, or why it could not be read (bounded, never an API body).
-pub type Read<T> = Result<T, String>;
+/// Why a read from GitHub did not give its fact, in one bounded line (never an API body): a
+/// single read that failed, or a listing that is not whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ReadFailure {
+    pub reason: String,
+}
+
+impl ReadFailure {
+    pub fn new(reason: impl Into<String>) -> Self {
+        ReadFailure {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<String> for ReadFailure {
+    fn from(reason: String) -> Self {
+        ReadFailure { reason }
+    }
+}
+
+impl From<&str> for ReadFailure {
+    fn from(reason: &str) -> Self {
+        ReadFailure::new(reason)
+    }
+}
+
+/// A single read: the fact, or why it could not be read.
+pub type Read<T> = Result<T, ReadFailure>;
 
 /// A listing read from GitHub (pull requests, branches, runs, changed files) that knows whether
 /// it holds everything GitHub has.
@@ -73,10 +101,10 @@ impl<T> Listed<T> {
     }
 
     /// The items when they are all there, else why not.
-    pub fn into_whole(self) -> Result<Vec<T>, String> {
+    pub fn into_whole(self) -> Read<Vec<T>> {
         match self.gap {
             None => Ok(self.items),
-            Some(reason) => Err(reason),
+            Some(reason) => Err(ReadFailure { reason }),
         }
     }
 

@@ -26,7 +26,7 @@ use crate::core::policy::Policy;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
 use crate::core::snapshot::{
     CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed, PullRequestFact, Read,
-    RefFact, RunFact, RunState, Snapshot,
+    ReadFailure, RefFact, RunFact, RunState, Snapshot,
 };
 use crate::core::text::bounded;
 use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
@@ -148,7 +148,7 @@ async fn active_runs_and_planner_jobs(
             .run_jobs(id)
             .await
             .map(|jobs| jobs.iter().map(job_fact).collect())
-            .map_err(|error| describe(&error));
+            .map_err(|error| failed_read(&error));
         (id, jobs)
     }))
     .buffer_unordered(READ_CONCURRENCY)
@@ -239,7 +239,7 @@ async fn read_details(
                     ended_at: run.updated_at,
                 }),
                 Err(error) if error.is_not_found() => Ok(RunState::Missing),
-                Err(error) => Err(describe(&error)),
+                Err(error) => Err(failed_read(&error)),
             };
             Detail::Run(id, state)
         }));
@@ -250,7 +250,7 @@ async fn read_details(
                 .run_jobs(id)
                 .await
                 .map(|jobs| jobs.iter().map(job_fact).collect());
-            Detail::Jobs(id, jobs.map_err(|error| describe(&error)))
+            Detail::Jobs(id, jobs.map_err(|error| failed_read(&error)))
         }));
     }
     for branch in needs.sweeps {
@@ -263,7 +263,7 @@ async fn read_details(
                 Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
                 // A workflow file that does not exist has no runs.
                 Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
-                Err(error) => Err(describe(&error)),
+                Err(error) => Err(failed_read(&error)),
             };
             Detail::Sweeps(branch, listed)
         }));
@@ -274,7 +274,7 @@ async fn read_details(
                 .repository_info()
                 .await
                 .map(|repository| repository.default_branch);
-            Detail::DefaultBranch(branch.map_err(|error| describe(&error)))
+            Detail::DefaultBranch(branch.map_err(|error| failed_read(&error)))
         }));
     }
     let batch = DetailBatch {
@@ -331,7 +331,7 @@ async fn take_batch(
             Err(error) => {
                 snapshot
                     .branch_pull_requests
-                    .insert(branch, Err(describe(&error)));
+                    .insert(branch, Err(failed_read(&error)));
                 continue;
             }
         };
@@ -360,7 +360,7 @@ async fn take_batch(
             let issue = detail
                 .as_ref()
                 .map(|detail| issue_fact(number, detail.issue.clone()))
-                .map_err(describe);
+                .map_err(failed_read);
             snapshot.issues.insert(number, issue);
         }
         if commits.contains(&number) {
@@ -372,7 +372,7 @@ async fn take_batch(
                         .insert(number, Ok(commits_fact(&detail.commits)));
                 }
                 Err(error) => {
-                    snapshot.commits.insert(number, Err(describe(&error)));
+                    snapshot.commits.insert(number, Err(failed_read(&error)));
                 }
             }
         }
@@ -386,7 +386,7 @@ async fn take_batch(
                     complete: commits.len() < LISTED_COMMITS_CAP,
                     commits: commits.into_iter().map(commit_fact).collect(),
                 });
-            (number, commits.map_err(|error| describe(&error)))
+            (number, commits.map_err(|error| failed_read(&error)))
         }))
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
@@ -395,7 +395,7 @@ async fn take_batch(
     for (sha, message) in answers.commit_messages {
         snapshot
             .commit_messages
-            .insert(sha, message.map_err(|error| describe(&error)));
+            .insert(sha, message.map_err(|error| failed_read(&error)));
     }
 }
 
@@ -509,4 +509,9 @@ pub async fn branch_pull_requests(
 
 pub fn describe(error: &GitHubError) -> String {
     bounded(&error.to_string(), 300)
+}
+
+/// A failed read as the snapshot keeps it.
+pub fn failed_read(error: &GitHubError) -> ReadFailure {
+    ReadFailure::new(describe(error))
 }

@@ -312,18 +312,27 @@ pub fn family_rows(
     Ok(matched)
 }
 
+/// Why a published row names no producer run of this repository.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnprovenRow {
+    #[error("the row has no run_url")]
+    NoRunUrl,
+    #[error(
+        "run_url '{url}' is not a run of {repository} \
+         (https://github.com/{repository}/actions/runs/<id>[/attempts/<n>])"
+    )]
+    NotARunOfThisRepository { url: String, repository: String },
+}
+
 /// The producer run of a published row: the id in its `run_url`, which must be a run of
 /// `repository` (`owner/name`).
-pub fn run_of_row(row: &Map<String, Value>, repository: &str) -> Result<u64, String> {
+pub fn run_of_row(row: &Map<String, Value>, repository: &str) -> Result<u64, UnprovenRow> {
     let Some(url) = row.get("run_url").and_then(Value::as_str) else {
-        return Err("the row has no run_url".to_string());
+        return Err(UnprovenRow::NoRunUrl);
     };
-    run_of_url(url, repository).ok_or_else(|| {
-        format!(
-            "run_url '{}' is not a run of {repository} \
-             (https://github.com/{repository}/actions/runs/<id>[/attempts/<n>])",
-            crate::core::text::bounded(url, 120)
-        )
+    run_of_url(url, repository).ok_or_else(|| UnprovenRow::NotARunOfThisRepository {
+        url: crate::core::text::bounded(url, 120),
+        repository: repository.to_string(),
     })
 }
 
@@ -361,22 +370,29 @@ pub fn producer_runs(rows: &[Map<String, Value>], repository: &str) -> Result<Ve
 /// Every head workflow-info names per run (as written: a head is checked when it is used).
 pub type RunHeads = BTreeMap<u64, BTreeSet<String>>;
 
+/// Why a workflow-info answer cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkflowInfoError {
+    #[error("the workflow-info answer is not a JSON object")]
+    NotAnObject,
+    #[error("the workflow-info answer has neither a runConfigs nor a changelogs array")]
+    NoRunList,
+}
+
 /// The runs and heads of a workflow-info answer, in either shape (both when both are there).
-pub fn run_heads(document: &Value) -> Result<RunHeads, String> {
+pub fn run_heads(document: &Value) -> Result<RunHeads, WorkflowInfoError> {
     let shapes = [
         ("runConfigs", "github_run_id", "head_sha"),
         ("changelogs", "workflow_run_id", "head_ref"),
     ];
     let Value::Object(fields) = document else {
-        return Err("the workflow-info answer is not a JSON object".to_string());
+        return Err(WorkflowInfoError::NotAnObject);
     };
     if !shapes
         .iter()
         .any(|(list, _, _)| matches!(fields.get(*list), Some(Value::Array(_))))
     {
-        return Err(
-            "the workflow-info answer has neither a runConfigs nor a changelogs array".into(),
-        );
+        return Err(WorkflowInfoError::NoRunList);
     }
     let mut heads = RunHeads::new();
     for (list, id_field, head_field) in shapes {

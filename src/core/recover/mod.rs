@@ -372,7 +372,7 @@ pub(crate) enum RunSeen {
 fn lookup<'a, K: Ord, T>(map: &'a BTreeMap<K, Read<T>>, key: &K) -> Seen<'a, T> {
     match map.get(key) {
         Some(Ok(value)) => Seen::Known(value),
-        Some(Err(error)) => Seen::Failed(error),
+        Some(Err(error)) => Seen::Failed(&error.reason),
         None => Seen::Unread,
     }
 }
@@ -491,7 +491,7 @@ impl<'a> Facts<'a> {
     pub(crate) fn default_branch(&self) -> Seen<'a, String> {
         match &self.snapshot.default_branch {
             Some(Ok(branch)) => Seen::Known(branch),
-            Some(Err(error)) => Seen::Failed(error),
+            Some(Err(error)) => Seen::Failed(&error.reason),
             None => {
                 self.need(|needs| needs.default_branch = true);
                 Seen::Unread

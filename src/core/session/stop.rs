@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::SessionContext;
 use crate::core::outcome::Outcome;
 use crate::core::outcome_file::{OutcomeFile, OutcomeFileError, reportable_outcomes};
-use crate::core::snapshot::{PullRequestFact, RunFact};
+use crate::core::snapshot::{PullRequestFact, ReadFailure, RunFact};
 
 /// The hook event the CLI reported on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub fn first_step(
 pub fn with_pull_requests(
     context: &SessionContext,
     outcome: &OutcomeFileState,
-    pulls: Result<&[PullRequestFact], String>,
+    pulls: Result<&[PullRequestFact], ReadFailure>,
 ) -> StopStep {
     let pulls = match pulls {
         Ok(pulls) => pulls,
@@ -181,7 +181,7 @@ pub fn with_sweep_runs(
     context: &SessionContext,
     pull_request: u64,
     head_sha: &str,
-    runs: Result<&[RunFact], String>,
+    runs: Result<&[RunFact], ReadFailure>,
 ) -> HookAnswer {
     let short = &head_sha[..head_sha.len().min(12)];
     match runs {

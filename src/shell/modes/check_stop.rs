@@ -20,9 +20,10 @@ use crate::core::session::stop::{
     HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
     with_sweep_runs,
 };
+use crate::core::snapshot::ReadFailure;
 use crate::shell::cli::CheckStopArgs;
 use crate::shell::environment::Environment;
-use crate::shell::gather::{describe, pull_request_fact, run_fact};
+use crate::shell::gather::{failed_read, pull_request_fact, run_fact};
 use crate::shell::github::graphql_url_for;
 use crate::shell::outputs::write_hook_answer;
 
@@ -94,7 +95,11 @@ async fn answer(
     let client = match client_for(&context, token.as_deref()) {
         Ok(client) => client,
         Err(problem) => {
-            return answer_of(with_pull_requests(&context, &outcome, Err(problem)));
+            return answer_of(with_pull_requests(
+                &context,
+                &outcome,
+                Err(ReadFailure::new(problem)),
+            ));
         }
     };
     let pulls = client
@@ -106,7 +111,7 @@ async fn answer(
                 .map(|pull| pull_request_fact(pull, &context.repository))
                 .collect::<Vec<_>>()
         })
-        .map_err(|error| describe(&error));
+        .map_err(|error| failed_read(&error));
     let step = with_pull_requests(&context, &outcome, pulls.as_deref().map_err(Clone::clone));
     let StopStep::NeedsSweepRuns {
         pull_request,
@@ -120,13 +125,13 @@ async fn answer(
     let runs = client
         .workflow_runs(&filter)
         .await
-        .map_err(|error| describe(&error))
+        .map_err(|error| failed_read(&error))
         .and_then(|listed| {
             let runs: Vec<_> = listed.items.iter().map(run_fact).collect();
             match listed.gap {
-                Some(gap) if !runs.iter().any(|run| run.succeeded()) => {
-                    Err(format!("the listing is incomplete: {gap}"))
-                }
+                Some(gap) if !runs.iter().any(|run| run.succeeded()) => Err(ReadFailure::new(
+                    format!("the listing is incomplete: {gap}"),
+                )),
                 _ => Ok(runs),
             }
         });

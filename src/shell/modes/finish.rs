@@ -32,7 +32,7 @@ use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
 use crate::shell::execute::RefDeletionPath;
-use crate::shell::gather::{describe, pull_request_fact, run_fact};
+use crate::shell::gather::{describe, failed_read, pull_request_fact, run_fact};
 use crate::shell::github::{RequestReport, connect};
 use crate::shell::modes::recover::{dry_run_writes_section, rest_fallback_note};
 use crate::shell::outputs::markdown_table;
@@ -428,7 +428,7 @@ async fn gather(
                     })
                     .collect(),
             })
-            .map_err(|error| describe(&error)),
+            .map_err(|error| failed_read(&error)),
     );
     if !pull.open {
         facts.closed_by = Some(
@@ -436,7 +436,7 @@ async fn gather(
                 .issue(pull.number)
                 .await
                 .map(|issue| issue.closed_by.map(|account| account.login))
-                .map_err(|error| describe(&error)),
+                .map_err(|error| failed_read(&error)),
         );
     }
     let since = session.started_at - Duration::hours(1);
@@ -464,7 +464,7 @@ async fn branch_runs(
             Ok(listed) => runs.extend(listed.into_whole()?.iter().map(run_fact)),
             // A workflow file that does not exist has no runs.
             Err(error) if error.is_not_found() => {}
-            Err(error) => return Err(describe(&error)),
+            Err(error) => return Err(failed_read(&error)),
         }
     }
     Ok(runs)

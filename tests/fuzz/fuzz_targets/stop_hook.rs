@@ -6,6 +6,7 @@
 use chrono::{TimeZone, Utc};
 use klaud::core::outcome_file::parse_outcome_file;
 use klaud::core::session::SessionContext;
+use klaud::core::snapshot::ReadFailure;
 use klaud::core::session::stop::{
     HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
     with_sweep_runs,
@@ -56,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
     match first_step(&event, Ok(&context), &outcome, now) {
         StopStep::Answer(answer) => check(&answer),
         _ => {
-            for pulls in [Ok(&[][..]), Err("a failed read".to_string())] {
+            for pulls in [Ok(&[][..]), Err(ReadFailure::new("a failed read"))] {
                 match with_pull_requests(&context, &outcome, pulls) {
                     StopStep::Answer(answer) => check(&answer),
                     StopStep::NeedsSweepRuns { pull_request, head_sha } => {
