@@ -9,8 +9,8 @@ use super::clock::{MINUTE, Timestamp};
 use super::git::{NewCommit, identity_for_login};
 use super::prng::fingerprint;
 use super::state::{
-    BodyEdit, GitIdentity, Issue, IssueComment, Job, Label, NextIds, PullRequest, PullState,
-    RepoState, Role, Workflow, WorkflowRun,
+    BodyEdit, GitIdentity, Issue, IssueComment, Job, Label, LabelEvent, NextIds, PullRequest,
+    PullState, RepoState, Role, Workflow, WorkflowRun,
 };
 
 /// A commit to add. Logins may be `None`, as on GitHub when an email matches no account.
@@ -216,6 +216,7 @@ impl RepoState {
             pulls: BTreeMap::new(),
             issues: BTreeMap::new(),
             body_edits: BTreeMap::new(),
+            label_events: BTreeMap::new(),
             collaborators: BTreeMap::new(),
             comments: BTreeMap::new(),
             workflows: BTreeMap::new(),
@@ -333,9 +334,45 @@ impl RepoState {
                 updated_at: created_at,
                 closed_at: None,
                 closed_by: None,
+                locked: false,
             },
         );
+        let author = self.issues[&number].author.clone();
+        let events = self.issues[&number]
+            .labels
+            .iter()
+            .map(|label| LabelEvent {
+                labeled: true,
+                label: label.clone(),
+                actor: Some(author.clone()),
+                at: created_at,
+            })
+            .collect();
+        self.label_events.insert(number, events);
         number
+    }
+
+    /// `actor` adds `label` to issue or pull request `number` now (a `LabeledEvent`, also when
+    /// the label is already there: GitHub records none then, and neither does this).
+    pub fn label_issue(&mut self, number: u64, label: &str, actor: &str) {
+        let mut labels = self.labels_of(number).cloned().expect("an issue");
+        labels.push(label.to_string());
+        self.set_labels_by(number, labels, actor);
+    }
+
+    /// `actor` removes `label` from issue or pull request `number` now (an `UnlabeledEvent`).
+    pub fn unlabel_issue(&mut self, number: u64, label: &str, actor: &str) {
+        let labels = self.labels_of(number).cloned().expect("an issue");
+        let kept = labels
+            .into_iter()
+            .filter(|kept| !kept.eq_ignore_ascii_case(label))
+            .collect();
+        self.set_labels_by(number, kept, actor);
+    }
+
+    /// Locks issue `number`'s conversation.
+    pub fn lock_issue(&mut self, number: u64) {
+        self.issues.get_mut(&number).expect("an issue").locked = true;
     }
 
     /// Replaces the body of issue or pull request `number` as `editor` did it, recording the

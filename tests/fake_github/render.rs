@@ -475,7 +475,7 @@ pub fn real_issue(state: &RepoState, issue: &Issue, api: &str) -> Value {
         "labels": issue_labels(state, &issue.labels, api),
         "state": issue.state.as_str(),
         "state_reason": issue.state_reason,
-        "locked": false,
+        "locked": issue.locked,
         "assignee": Value::Null,
         "assignees": [],
         "milestone": Value::Null,

@@ -11,6 +11,10 @@
 //! - connections need `first` or `last` (at most 100), as on GitHub;
 //! - `Repository.issue` resolves issues that are not pull requests (a pull request's number is
 //!   GitHub's `NOT_FOUND`); `Issue.body` is `""` for a body GitHub holds as null;
+//! - `Repository.issues` lists only issues, never pull requests (unlike REST's listing), by
+//!   `states` and `labels` (any of them), oldest first by default, with cursors; an issue's
+//!   `timelineItems` holds its `LabeledEvent`s and `UnlabeledEvent`s with their actors and, once
+//!   closed, a `ClosedEvent`, oldest first, with cursors;
 //! - `userContentEdits` lists the body's revisions newest first (the original, by the author at
 //!   creation time, last; oldest first with `edits_listed_oldest_first`), none for a body never
 //!   edited; it alone takes cursors
@@ -22,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::super::clock::Timestamp;
 use super::super::prng::user_id;
 use super::super::render;
-use super::super::state::{BodyEdit, PullState, RepoState};
+use super::super::state::{BodyEdit, LabelEvent, PullState, RepoState};
 
 /// Commits GitHub lists of one pull request.
 const MAX_PULL_COMMITS: usize = 250;
@@ -46,6 +50,20 @@ pub enum Obj {
     PullRequest(u64),
     /// An issue that is not a pull request.
     Issue(u64),
+    /// A page of the repository's issues.
+    IssueConnection {
+        numbers: Vec<u64>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    /// A page of an issue's timeline.
+    IssueTimelineConnection {
+        items: Vec<Obj>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    /// A label added to (`LabeledEvent`) or removed from (`UnlabeledEvent`) an issue.
+    LabelEvent(LabelEvent),
     /// A page of a body's revisions, newest first.
     UserContentEditConnection {
         edits: Vec<BodyEdit>,
@@ -95,6 +113,10 @@ impl Obj {
             Obj::PullRequestConnection { .. } => "PullRequestConnection",
             Obj::PullRequest(_) => "PullRequest",
             Obj::Issue(_) => "Issue",
+            Obj::IssueConnection { .. } => "IssueConnection",
+            Obj::IssueTimelineConnection { .. } => "IssueTimelineItemsConnection",
+            Obj::LabelEvent(event) if event.labeled => "LabeledEvent",
+            Obj::LabelEvent(_) => "UnlabeledEvent",
             Obj::UserContentEditConnection { .. } => "UserContentEditConnection",
             Obj::UserContentEdit(_) => "UserContentEdit",
             Obj::PageInfo(_) => "PageInfo",
@@ -211,6 +233,17 @@ pub fn field(
                 "id" => Ok(Resolved::leaf(repository_node_id(state, full_name))),
                 "nameWithOwner" => Ok(Resolved::leaf(full_name)),
                 "pullRequests" if this => pull_requests(state, arguments),
+                "issues" if this => issues(state, arguments),
+                "issues" => Ok(Resolved::Object(Obj::IssueConnection {
+                    numbers: Vec::new(),
+                    total: 0,
+                    page_info: PageInfo {
+                        start_cursor: None,
+                        end_cursor: None,
+                        has_next_page: false,
+                        has_previous_page: false,
+                    },
+                })),
                 "pullRequests" => Ok(Resolved::Object(Obj::PullRequestConnection {
                     numbers: Vec::new(),
                     total: 0,
@@ -260,12 +293,53 @@ pub fn field(
             };
             match field {
                 "number" => Ok(Resolved::leaf(issue.number)),
+                "title" => Ok(Resolved::leaf(&issue.title)),
                 "body" => Ok(Resolved::leaf(issue.body.clone().unwrap_or_default())),
+                "url" => Ok(Resolved::leaf(format!(
+                    "{}/{}/issues/{}",
+                    render::HTML_BASE,
+                    state.full_name(),
+                    issue.number
+                ))),
+                "createdAt" => Ok(Resolved::leaf(issue.created_at)),
+                "locked" => Ok(Resolved::leaf(issue.locked)),
                 "author" => Ok(Resolved::Object(Obj::Actor(issue.author.clone()))),
+                "labels" => label_connection(state, issue.labels.clone(), arguments),
+                "timelineItems" => issue_timeline(state, *number, arguments),
                 "userContentEdits" => user_content_edits(state, *number, arguments),
                 _ => unresolved(),
             }
         }
+        Obj::IssueConnection {
+            numbers,
+            total,
+            page_info,
+        } => match field {
+            "nodes" => Ok(Resolved::objects(numbers.iter().copied().map(Obj::Issue))),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            "pageInfo" => Ok(Resolved::Object(Obj::PageInfo(page_info.clone()))),
+            _ => unresolved(),
+        },
+        Obj::IssueTimelineConnection {
+            items,
+            total,
+            page_info,
+        } => match field {
+            "nodes" => Ok(Resolved::objects(items.iter().cloned())),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            "pageInfo" => Ok(Resolved::Object(Obj::PageInfo(page_info.clone()))),
+            _ => unresolved(),
+        },
+        Obj::LabelEvent(event) => match field {
+            "actor" => Ok(event
+                .actor
+                .clone()
+                .map(|login| Resolved::Object(Obj::Actor(login)))
+                .unwrap_or(Resolved::Null)),
+            "createdAt" => Ok(Resolved::leaf(event.at)),
+            "label" => Ok(Resolved::Object(Obj::Label(event.label.clone()))),
+            _ => unresolved(),
+        },
         Obj::UserContentEditConnection {
             edits,
             total,
@@ -597,6 +671,192 @@ fn pull_requests(state: &RepoState, arguments: &Map<String, Value>) -> FieldResu
     }))
 }
 
+/// An issue's or pull request's labels as a `LabelConnection`, in the order asked for.
+fn label_connection(
+    state: &RepoState,
+    mut names: Vec<String>,
+    arguments: &Map<String, Value>,
+) -> FieldResult {
+    let (order_field, descending) = order(arguments).unwrap_or(("CREATED_AT".into(), false));
+    if order_field == "NAME" {
+        names.sort();
+    } else {
+        names.sort_by_key(|name| state.labels.get(name).map(|label| label.id));
+    }
+    if descending {
+        names.reverse();
+    }
+    let (names, total) = page(names, arguments, "labels")?;
+    Ok(Resolved::Object(Obj::LabelConnection { names, total }))
+}
+
+/// A Relay page of `items` (in the connection's order): `after`/`before` cut at a cursor of
+/// this connection, then `first` keeps the head and `last` the tail; an unknown cursor is
+/// `INVALID_CURSOR_ARGUMENTS`.
+fn relay_page<T>(
+    items: Vec<T>,
+    arguments: &Map<String, Value>,
+    connection: &str,
+) -> Result<(Vec<T>, usize, PageInfo), FieldError> {
+    let total = items.len();
+    let cursor = |name: &str| -> Result<Option<usize>, FieldError> {
+        match arguments.get(name).and_then(Value::as_str) {
+            None => Ok(None),
+            Some(text) => edit_position(text)
+                .filter(|position| *position < total)
+                .map(Some)
+                .ok_or_else(|| {
+                    FieldError::new(
+                        "INVALID_CURSOR_ARGUMENTS",
+                        format!("`{text}` does not appear to be a valid cursor."),
+                    )
+                }),
+        }
+    };
+    let start = cursor("after")?.map_or(0, |after| after + 1);
+    let end = cursor("before")?.unwrap_or(total).max(start);
+    let window: Vec<(usize, T)> = items
+        .into_iter()
+        .enumerate()
+        .skip(start)
+        .take(end - start)
+        .collect();
+    let mut bounds = arguments.clone();
+    bounds.remove("after");
+    bounds.remove("before");
+    let cut = window.len();
+    let (window, _) = page(window, &bounds, connection)?;
+    let first = bounds
+        .get("first")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    let last = bounds
+        .get("last")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    let after_first = first.map_or(cut, |first| cut.min(first));
+    let page_info = PageInfo {
+        start_cursor: window.first().map(|(position, _)| edit_cursor(*position)),
+        end_cursor: window.last().map(|(position, _)| edit_cursor(*position)),
+        has_next_page: first.is_some_and(|first| cut > first) || end < total,
+        has_previous_page: last.is_some_and(|last| after_first > last) || start > 0,
+    };
+    Ok((
+        window.into_iter().map(|(_, item)| item).collect(),
+        total,
+        page_info,
+    ))
+}
+
+/// `Repository.issues`: the issues that are not pull requests, filtered by `states` and by
+/// `labels` (any of them, without case), oldest first unless `orderBy` says otherwise; a Relay
+/// connection with cursors.
+fn issues(state: &RepoState, arguments: &Map<String, Value>) -> FieldResult {
+    if arguments
+        .get("filterBy")
+        .is_some_and(|value| !value.is_null())
+    {
+        return Err(FieldError {
+            kind: None,
+            message: "the fake GitHub does not resolve Repository.issues(filterBy:)".into(),
+        });
+    }
+    let states = strings(arguments, "states");
+    let labels = strings(arguments, "labels");
+    let mut issues: Vec<_> = state
+        .issues
+        .values()
+        .filter(|issue| {
+            states.as_ref().is_none_or(|states| {
+                states
+                    .iter()
+                    .any(|wanted| wanted.eq_ignore_ascii_case(issue.state.as_str()))
+            })
+        })
+        .filter(|issue| {
+            labels.as_ref().is_none_or(|labels| {
+                issue
+                    .labels
+                    .iter()
+                    .any(|label| labels.iter().any(|l| l.eq_ignore_ascii_case(label)))
+            })
+        })
+        .collect();
+    let (field, descending) = order(arguments).unwrap_or(("CREATED_AT".into(), false));
+    let comments = |number: u64| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == number)
+            .count() as i64
+    };
+    issues.sort_by_key(|issue| {
+        let key = match field.as_str() {
+            "UPDATED_AT" => issue.updated_at.0,
+            "COMMENTS" => comments(issue.number),
+            _ => issue.created_at.0,
+        };
+        (key, issue.number)
+    });
+    if descending {
+        issues.reverse();
+    }
+    let numbers: Vec<u64> = issues.iter().map(|issue| issue.number).collect();
+    let (numbers, total, page_info) = relay_page(numbers, arguments, "issues")?;
+    Ok(Resolved::Object(Obj::IssueConnection {
+        numbers,
+        total,
+        page_info,
+    }))
+}
+
+/// An issue's timeline: its label events and, once closed, a `ClosedEvent`, oldest first,
+/// filtered by `itemTypes` and `since`, `skip` applied, then paged with cursors.
+fn issue_timeline(state: &RepoState, number: u64, arguments: &Map<String, Value>) -> FieldResult {
+    let mut items: Vec<(Timestamp, &str, Obj)> = state
+        .label_events
+        .get(&number)
+        .into_iter()
+        .flatten()
+        .map(|event| {
+            let kind = if event.labeled {
+                "LABELED_EVENT"
+            } else {
+                "UNLABELED_EVENT"
+            };
+            (event.at, kind, Obj::LabelEvent(event.clone()))
+        })
+        .collect();
+    if let Some(issue) = state.issues.get(&number)
+        && issue.state == PullState::Closed
+        && let Some(at) = issue.closed_at
+    {
+        let actor = issue.closed_by.clone();
+        items.push((at, "CLOSED_EVENT", Obj::ClosedEvent { actor, at }));
+    }
+    items.sort_by_key(|(at, _, _)| *at);
+    let kinds = strings(arguments, "itemTypes");
+    let since = text(arguments, "since").and_then(Timestamp::parse);
+    let skip = arguments.get("skip").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let items: Vec<Obj> = items
+        .into_iter()
+        .filter(|(_, kind, _)| {
+            kinds
+                .as_ref()
+                .is_none_or(|kinds| kinds.iter().any(|wanted| wanted == kind))
+        })
+        .filter(|(at, _, _)| since.is_none_or(|since| *at >= since))
+        .skip(skip)
+        .map(|(_, _, item)| item)
+        .collect();
+    let (items, total, page_info) = relay_page(items, arguments, "timelineItems")?;
+    Ok(Resolved::Object(Obj::IssueTimelineConnection {
+        items,
+        total,
+        page_info,
+    }))
+}
+
 fn git_object(state: &RepoState, arguments: &Map<String, Value>) -> Resolved {
     let sha = match (text(arguments, "oid"), text(arguments, "expression")) {
         (Some(oid), _) => Some(oid.to_string()).filter(|oid| state.commits.contains_key(oid)),
@@ -652,21 +912,7 @@ fn pull_request_field(
             .map(|full_name| Resolved::Object(Obj::Repository { full_name }))
             .unwrap_or(Resolved::Null),
         "author" => Resolved::Object(Obj::Actor(pull.author.clone())),
-        "labels" => {
-            let mut names = pull.labels.clone();
-            let (order_field, descending) =
-                order(arguments).unwrap_or(("CREATED_AT".into(), false));
-            if order_field == "NAME" {
-                names.sort();
-            } else {
-                names.sort_by_key(|name| state.labels.get(name).map(|label| label.id));
-            }
-            if descending {
-                names.reverse();
-            }
-            let (names, total) = page(names, arguments, "labels")?;
-            Resolved::Object(Obj::LabelConnection { names, total })
-        }
+        "labels" => label_connection(state, pull.labels.clone(), arguments)?,
         "timelineItems" => {
             let mut items: Vec<(Timestamp, &str, Obj)> = pull_commits(state, number)
                 .into_iter()
