@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod catalog;
 pub mod identity;
+pub mod issues;
 pub mod observation;
 pub mod pattern;
 pub mod taken;
@@ -169,12 +170,47 @@ pub struct DiscoveredCandidate {
     pub id: String,
     pub family: String,
     pub base: String,
-    /// The eligible targets the row's hardware matched, when a capacity gate is configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub targets: Option<Vec<String>>,
-    /// The catalog row exactly as published.
-    pub source: Map<String, Value>,
+    /// Where it comes from: a catalog row, or an issue.
+    #[serde(flatten)]
+    pub origin: CandidateOrigin,
     pub branch: String,
+}
+
+/// Where a discovered candidate comes from, as its record carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum CandidateOrigin {
+    /// A row of the public catalog (contract §11).
+    Catalog {
+        /// The eligible targets the row's hardware matched, when a capacity gate is configured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        targets: Option<Vec<String>>,
+        /// The catalog row exactly as published.
+        source: Map<String, Value>,
+    },
+    /// A labelled issue (contract §13).
+    Issue {
+        issue: issues::IssueRecord,
+        task: issues::Task,
+    },
+}
+
+impl DiscoveredCandidate {
+    /// The catalog row it comes from, if it does.
+    pub fn source(&self) -> Option<&Map<String, Value>> {
+        match &self.origin {
+            CandidateOrigin::Catalog { source, .. } => Some(source),
+            CandidateOrigin::Issue { .. } => None,
+        }
+    }
+
+    /// The eligible targets of its row, when a capacity gate is configured.
+    pub fn targets(&self) -> Option<&[String]> {
+        match &self.origin {
+            CandidateOrigin::Catalog { targets, .. } => targets.as_deref(),
+            CandidateOrigin::Issue { .. } => None,
+        }
+    }
 }
 
 /// One family's fate.
@@ -345,8 +381,10 @@ fn family_takes_row(
                 id: id.clone(),
                 family: family.name.clone(),
                 base: base.to_string(),
-                targets: targets.clone(),
-                source: row.published.clone(),
+                origin: CandidateOrigin::Catalog {
+                    targets: targets.clone(),
+                    source: row.published.clone(),
+                },
             }),
         ),
     }

@@ -151,8 +151,8 @@ fn each_family_takes_its_newest_row_and_two_families_share_one() {
         .unwrap();
     assert_eq!(candidate.branch, format!("klaud/auto-{}", candidate.id));
     assert_eq!(candidate.base, "b".repeat(40));
-    assert_eq!(candidate.source["date"], "2026-08-02");
-    assert_eq!(candidate.targets, None);
+    assert_eq!(candidate.source().unwrap()["date"], "2026-08-02");
+    assert_eq!(candidate.targets(), None);
     assert_eq!(discovery.family_counts[&FamilyFate::Candidate], 3);
 }
 
@@ -327,7 +327,7 @@ fn the_capacity_gate_keeps_rows_whose_hardware_has_an_eligible_target() {
         discovery
             .candidates
             .iter()
-            .all(|c| c.targets.as_deref() == Some(&["b200-dgxc".to_string()][..]))
+            .all(|c| c.targets() == Some(&["b200-dgxc".to_string()][..]))
     );
     world.capacity = CapacityGate::Eligible(["gb200-nv".to_string()].into_iter().collect());
     let discovery = world.decide();

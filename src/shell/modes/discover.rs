@@ -425,15 +425,15 @@ fn summary(discovery: &Discovery, counts: RenderCounts, render_seconds: f64) -> 
                     cell(&candidate.family),
                     cell(
                         candidate
-                            .source
-                            .get("image")
+                            .source()
+                            .and_then(|source| source.get("image"))
                             .and_then(|v| v.as_str())
                             .unwrap_or(""),
                     ),
                     cell(
                         candidate
-                            .source
-                            .get("date")
+                            .source()
+                            .and_then(|source| source.get("date"))
                             .and_then(|v| v.as_str())
                             .unwrap_or(""),
                     ),
