@@ -656,7 +656,12 @@ const ROWS: &[(&str, &str, Change)] = &[
     (
         "every mode",
         "config: `discovery: {issues: {family-labels: ''}}`",
-        |run| run.file("klaud.yml", "discovery:\n  issues:\n    family-labels: ''\n"),
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  issues:\n    family-labels: ''\n",
+            )
+        },
     ),
     (
         "every mode",

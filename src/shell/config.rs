@@ -942,8 +942,14 @@ mod tests {
         );
         for (text, key) in [
             ("discovery:\n  source: tickets\n", "discovery.source"),
-            ("discovery:\n  issues:\n    lable: x\n", "discovery.issues.lable"),
-            ("discovery:\n  issues:\n    label: ' '\n", "discovery.issues.label"),
+            (
+                "discovery:\n  issues:\n    lable: x\n",
+                "discovery.issues.lable",
+            ),
+            (
+                "discovery:\n  issues:\n    label: ' '\n",
+                "discovery.issues.label",
+            ),
             (
                 "discovery:\n  issues:\n    family-labels: ''\n",
                 "discovery.issues.family-labels",
