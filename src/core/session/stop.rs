@@ -83,6 +83,11 @@ impl HookAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopStep {
     Answer(HookAnswer),
+    /// Whether the issue the candidate came from is still open (contract §13): asked first,
+    /// only for such a candidate.
+    NeedsIssue {
+        number: u64,
+    },
     /// The pull requests of the session's branch.
     NeedsPullRequests,
     /// The sweep runs on this head.
@@ -124,9 +129,24 @@ pub fn first_step(
                 OutcomeFileState::Valid(file) if file.outcome != Outcome::Validated => {
                     StopStep::Answer(HookAnswer::Nothing)
                 }
-                _ => StopStep::NeedsPullRequests,
+                _ => match &context.maintainers_request {
+                    Some(request) => StopStep::NeedsIssue {
+                        number: request.issue,
+                    },
+                    None => StopStep::NeedsPullRequests,
+                },
             }
         }
+    }
+}
+
+/// The step after the candidate's issue was read: a closed issue lets the agent go (`finish`
+/// records the candidate `retired`); an open one, or one that could not be read, goes on to the
+/// pull requests.
+pub fn with_issue(open: Result<bool, ReadFailure>) -> StopStep {
+    match open {
+        Ok(false) => StopStep::Answer(HookAnswer::Nothing),
+        Ok(true) | Err(_) => StopStep::NeedsPullRequests,
     }
 }
 

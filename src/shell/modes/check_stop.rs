@@ -17,8 +17,8 @@ use crate::adapters::github::{GitHubClient, GitHubSettings, token_problem};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::session::SessionContext;
 use crate::core::session::stop::{
-    HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
-    with_sweep_runs,
+    HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_issue,
+    with_pull_requests, with_sweep_runs,
 };
 use crate::core::snapshot::ReadFailure;
 use crate::shell::cli::CheckStopArgs;
@@ -85,9 +85,12 @@ async fn answer(
         &outcome,
         now,
     );
-    let StopStep::NeedsPullRequests = step else {
+    if !matches!(
+        step,
+        StopStep::NeedsPullRequests | StopStep::NeedsIssue { .. }
+    ) {
         return answer_of(step);
-    };
+    }
     let context = context.expect("a step that reads GitHub has its context");
     let token = flag_token
         .filter(|token| !token.is_empty())
@@ -102,6 +105,17 @@ async fn answer(
             ));
         }
     };
+    if let StopStep::NeedsIssue { number } = step {
+        let open = client
+            .standalone_issue(number)
+            .await
+            .map_err(|error| failed_read(&error))
+            .map(|issue| issue.is_some_and(|issue| issue.state.is_open()));
+        let step = with_issue(open);
+        let StopStep::NeedsPullRequests = step else {
+            return answer_of(step);
+        };
+    }
     let pulls = client
         .pull_requests_for_branch(&context.branch)
         .await
@@ -147,7 +161,9 @@ fn answer_of(step: StopStep) -> HookAnswer {
     match step {
         StopStep::Answer(answer) => answer,
         // Only reached by a decision asking for a read the caller does not make: block.
-        StopStep::NeedsPullRequests | StopStep::NeedsSweepRuns { .. } => HookAnswer::Block(
+        StopStep::NeedsIssue { .. }
+        | StopStep::NeedsPullRequests
+        | StopStep::NeedsSweepRuns { .. } => HookAnswer::Block(
             "klaud's Stop hook could not finish its check; stop again to retry.".into(),
         ),
     }

@@ -25,10 +25,12 @@ use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
 };
+use crate::core::finish_issue::IssueFact;
 use crate::core::ledger::{AttemptEnd, JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
-use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
+use crate::core::session::request::issue_task;
+use crate::core::snapshot::{CommitFact, CommitsFact, Read, ReadFailure, RunFact};
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
 use crate::shell::execute::RefDeletionPath;
@@ -107,9 +109,10 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
                 inputs.candidate
             ))
         })?;
-    let facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
+    let mut facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
         .await
         .map_err(StepError::failed)?;
+    facts.issue = candidate_issue(context, &store, &connection.client, &inputs.candidate).await;
     let deadline = deadline_verdict(
         &session,
         own_run,
@@ -199,7 +202,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         &plan,
         &inputs,
         &session,
-        &policy.bot,
+        policy,
         now,
         std::time::Duration::from_secs(arguments.cancel_wait),
     )
@@ -445,6 +448,38 @@ async fn gather(
     Ok(facts)
 }
 
+/// The issue the candidate came from (its record's `issue.number`) and whether it is open. A
+/// record that cannot be read is said and leaves the issue unknown: the outcome is recorded all
+/// the same.
+async fn candidate_issue(
+    context: &StepContext,
+    store: &LedgerStore<'_>,
+    client: &GitHubClient,
+    candidate: &str,
+) -> Option<IssueFact> {
+    let record = match store.read_record(candidate).await {
+        Ok(record) => record?,
+        Err(error) => {
+            context.reporter.warning(&format!(
+                "{candidate}: its record could not be read ({error}): an issue it came from is not commented on"
+            ));
+            return None;
+        }
+    };
+    let record: serde_json::Value = serde_json::from_str(&record).ok()?;
+    let number = issue_task(&record)?.number;
+    let open = client
+        .standalone_issue(number)
+        .await
+        .map_err(|error| failed_read(&error))
+        .and_then(|issue| {
+            issue
+                .map(|issue| issue.state.is_open())
+                .ok_or_else(|| ReadFailure::new(format!("issue #{number} does not exist")))
+        });
+    Some(IssueFact { number, open })
+}
+
 /// The smoke and sweep runs on the candidate branch since the session began.
 async fn branch_runs(
     client: &GitHubClient,
@@ -519,7 +554,7 @@ fn summary(
     if let Some(agent) = agent {
         text.push_str(&format!("Agent run: {}\n\n", agent.describe()));
     }
-    if let Some(group) = applied.group() {
+    if let Some(group) = applied.group(&plan.candidate) {
         let rows: Vec<Vec<String>> = group
             .actions
             .iter()

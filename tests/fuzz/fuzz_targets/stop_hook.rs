@@ -6,11 +6,11 @@
 use chrono::{TimeZone, Utc};
 use klaud::core::outcome_file::parse_outcome_file;
 use klaud::core::session::SessionContext;
-use klaud::core::snapshot::ReadFailure;
 use klaud::core::session::stop::{
     HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
     with_sweep_runs,
 };
+use klaud::core::snapshot::ReadFailure;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -64,6 +64,7 @@ fuzz_target!(|data: &[u8]| {
                         check(&with_sweep_runs(&context, pull_request, &head_sha, Ok(&[])));
                     }
                     StopStep::NeedsPullRequests => panic!("asked for the pull requests twice"),
+                    StopStep::NeedsIssue { .. } => panic!("asked for the issue last"),
                 }
             }
         }
