@@ -338,7 +338,7 @@ fn maintainers_sweep(
     policy: &Policy,
 ) -> Option<String> {
     let run = runs.iter().find(|run| {
-        run.workflow == policy.sweep_workflow
+        policy.is_sweep(&run.workflow)
             && run.created_at > session.started_at
             && started_by_someone_else(run, &policy.bot).is_some()
     })?;
@@ -460,7 +460,11 @@ fn validated(
     runs: &[RunFact],
     policy: &Policy,
 ) -> FinishPlan {
-    if let Some(problem) = final_sweep(runs, pull, &policy.sweep_workflow) {
+    if let Some(problem) = policy
+        .sweep_workflow
+        .as_deref()
+        .and_then(|sweep| final_sweep(runs, pull, sweep))
+    {
         return left_alone(plan, problem);
     }
     plan.receipt = true;

@@ -370,3 +370,23 @@ fn a_retired_issue_candidates_ready_pull_request_is_left_to_the_maintainers() {
     assert_eq!(plan.cleanup, Cleanup::Untouched);
     assert!(steps(&plan).is_empty());
 }
+
+#[test]
+fn without_a_sweep_workflow_validated_needs_no_sweep() {
+    let mut policy = inferencex_policy();
+    policy.sweep_workflow = None;
+    let plan = decide(
+        &request(Outcome::Validated),
+        &session(),
+        &draft_facts(),
+        &policy,
+    );
+    assert_eq!(plan.cleanup, Cleanup::Done);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-finished on #3",
+            "mark #3 ready for review"
+        ]
+    );
+}

@@ -267,10 +267,11 @@ pub struct WorkflowNames {
     pub planner_job: String,
     /// The workflow file of one candidate session.
     pub candidate: String,
-    /// The smoke-test workflow file.
-    pub smoke: String,
-    /// The sweep workflow file.
-    pub sweep: String,
+    /// The smoke-test workflow file; `null` for a repository without one.
+    pub smoke: Option<String>,
+    /// The sweep workflow file; `null` for a repository without one: a `validated` outcome then
+    /// needs no successful sweep run on the pull request's head.
+    pub sweep: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -348,8 +349,8 @@ impl Default for WorkflowNames {
             planner: "klaud-plan.yml".into(),
             planner_job: "Run candidate {id}".into(),
             candidate: "klaud-candidate.yml".into(),
-            smoke: "e2e-tests.yml".into(),
-            sweep: "run-sweep.yml".into(),
+            smoke: Some("e2e-tests.yml".into()),
+            sweep: Some("run-sweep.yml".into()),
         }
     }
 }
@@ -515,14 +516,20 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         ("workflows.planner", &config.workflows.planner),
         ("workflows.planner-job", &config.workflows.planner_job),
         ("workflows.candidate", &config.workflows.candidate),
-        ("workflows.smoke", &config.workflows.smoke),
-        ("workflows.sweep", &config.workflows.sweep),
         ("labels.handoff", &config.labels.handoff),
         ("producer.interpreter", &config.producer.interpreter),
     ];
     for (key, value) in non_empty {
         if value.trim().is_empty() {
             return Err(invalid(key, "must not be empty"));
+        }
+    }
+    for (key, value) in [
+        ("workflows.smoke", &config.workflows.smoke),
+        ("workflows.sweep", &config.workflows.sweep),
+    ] {
+        if value.as_ref().is_some_and(|name| name.trim().is_empty()) {
+            return Err(invalid(key, "must not be empty (null: no such workflow)"));
         }
     }
     if !config.workflows.planner_job.contains("{id}") {
@@ -770,8 +777,8 @@ mod tests {
         assert_eq!(config.branch_prefix, "klaud/auto-");
         assert_eq!(config.state_branch, "klaud/state");
         assert_eq!(config.workflows.planner_job, "Run candidate {id}");
-        assert_eq!(config.workflows.smoke, "e2e-tests.yml");
-        assert_eq!(config.workflows.sweep, "run-sweep.yml");
+        assert_eq!(config.workflows.smoke.as_deref(), Some("e2e-tests.yml"));
+        assert_eq!(config.workflows.sweep.as_deref(), Some("run-sweep.yml"));
         assert_eq!(config.labels.handoff, "klaud-handoff");
         assert_eq!(
             config.labels.sweep,

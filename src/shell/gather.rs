@@ -254,9 +254,16 @@ async fn read_details(
         }));
     }
     for branch in needs.sweeps {
+        let Some(sweep) = &policy.sweep_workflow else {
+            // No sweep workflow: no sweep runs, and no read.
+            reads.push(Box::pin(async move {
+                Detail::Sweeps(branch, Ok(Listed::complete(Vec::new())))
+            }));
+            continue;
+        };
         let filter = RunFilter {
             branch: Some(branch.clone()),
-            ..RunFilter::workflow(&policy.sweep_workflow)
+            ..RunFilter::workflow(sweep)
         };
         reads.push(Box::pin(async move {
             let listed = match client.workflow_runs(&filter).await {

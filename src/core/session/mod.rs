@@ -92,8 +92,10 @@ pub struct OutcomeMeaning {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct SessionWorkflows {
-    pub smoke: String,
-    pub sweep: String,
+    /// `null` when the repository has no smoke workflow.
+    pub smoke: Option<String>,
+    /// `null` when the repository has no sweep workflow: `validated` then needs no sweep run.
+    pub sweep: Option<String>,
 }
 
 /// What the shell knows that the context needs besides the session.

@@ -182,16 +182,24 @@ pub fn with_pull_requests(
         return StopStep::Answer(HookAnswer::Nothing);
     }
     match outcome {
-        OutcomeFileState::Valid(file) if file.outcome == Outcome::Validated => match pull {
-            Some(pull) => StopStep::NeedsSweepRuns {
-                pull_request: pull.number,
-                head_sha: pull.head_sha.clone(),
-            },
-            None => StopStep::Answer(HookAnswer::Block(format!(
-                "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, run the sweep ({}) on its head, and write validated only after that sweep succeeded.",
-                context.branch, context.workflows.sweep
-            ))),
-        },
+        OutcomeFileState::Valid(file) if file.outcome == Outcome::Validated => {
+            match (pull, &context.workflows.sweep) {
+                // Without a sweep workflow, validated needs the pull request only.
+                (Some(_), None) => StopStep::Answer(HookAnswer::Nothing),
+                (Some(pull), Some(_)) => StopStep::NeedsSweepRuns {
+                    pull_request: pull.number,
+                    head_sha: pull.head_sha.clone(),
+                },
+                (None, Some(sweep)) => StopStep::Answer(HookAnswer::Block(format!(
+                    "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, run the sweep ({sweep}) on its head, and write validated only after that sweep succeeded.",
+                    context.branch
+                ))),
+                (None, None) => StopStep::Answer(HookAnswer::Block(format!(
+                    "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, test the change, and write validated only after that.",
+                    context.branch
+                ))),
+            }
+        }
         _ => StopStep::Answer(HookAnswer::Block(outcome_instruction(context, outcome))),
     }
 }
@@ -209,17 +217,15 @@ pub fn with_sweep_runs(
             "the outcome file says validated, but klaud could not read the sweep runs on #{pull_request}'s head {short} ({error}); stop again in a moment."
         )),
         Ok(runs) => {
-            let succeeded = runs.iter().any(|run| {
-                run.head_sha == head_sha
-                    && run.workflow == context.workflows.sweep
-                    && run.succeeded()
-            });
+            let sweep = context.workflows.sweep.as_deref().unwrap_or_default();
+            let succeeded = runs
+                .iter()
+                .any(|run| run.head_sha == head_sha && run.workflow == sweep && run.succeeded());
             if succeeded {
                 HookAnswer::Nothing
             } else {
                 HookAnswer::Block(format!(
-                    "the outcome file says validated, but no {} run succeeded on #{pull_request}'s exact head {short}. Start the sweep on that head (or wait for the one running) and write validated only when it succeeded; if the head changed after the sweep, the sweep must run again. If it cannot succeed, write the outcome that says why.",
-                    context.workflows.sweep
+                    "the outcome file says validated, but no {sweep} run succeeded on #{pull_request}'s exact head {short}. Start the sweep on that head (or wait for the one running) and write validated only when it succeeded; if the head changed after the sweep, the sweep must run again. If it cannot succeed, write the outcome that says why."
                 ))
             }
         }
@@ -376,6 +382,17 @@ mod tests {
                 head_sha: "abc".into()
             }
         );
+        // Without a sweep workflow, the pull request is enough.
+        let mut no_sweep = context.clone();
+        no_sweep.workflows.sweep = None;
+        assert_eq!(
+            with_pull_requests(&no_sweep, &validated, Ok(&[pull(true, &[])])),
+            StopStep::Answer(HookAnswer::Nothing)
+        );
+        assert!(matches!(
+            with_pull_requests(&no_sweep, &validated, Ok(&[])),
+            StopStep::Answer(HookAnswer::Block(_))
+        ));
         let run = |head: &str, conclusion: &str| RunFact {
             id: 1,
             workflow: "run-sweep.yml".into(),

@@ -134,7 +134,9 @@ async fn answer(
     else {
         return answer_of(step);
     };
-    let mut filter = RunFilter::workflow(&context.workflows.sweep);
+    // The decision asks for sweep runs only when there is a sweep workflow.
+    let sweep = context.workflows.sweep.as_deref().unwrap_or_default();
+    let mut filter = RunFilter::workflow(sweep);
     filter.head_sha = Some(head_sha.clone());
     let runs = client
         .workflow_runs(&filter)

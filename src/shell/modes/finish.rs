@@ -489,7 +489,10 @@ async fn branch_runs(
     now: DateTime<Utc>,
 ) -> Read<Vec<RunFact>> {
     let mut runs = Vec::new();
-    for workflow in [&policy.smoke_workflow, &policy.sweep_workflow] {
+    for workflow in [&policy.smoke_workflow, &policy.sweep_workflow]
+        .into_iter()
+        .flatten()
+    {
         let filter = RunFilter {
             branch: Some(branch.to_string()),
             created: Some((since, now + Duration::hours(1))),
