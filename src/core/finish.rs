@@ -468,11 +468,17 @@ fn validated(
         return left_alone(plan, problem);
     }
     plan.receipt = true;
-    plan.reason = format!(
-        "the final sweep on {} succeeded: #{} ready for review, branch kept",
-        short(&pull.head_sha),
-        pull.number
-    );
+    plan.reason = match policy.sweep_workflow {
+        Some(_) => format!(
+            "the final sweep on {} succeeded: #{} ready for review, branch kept",
+            short(&pull.head_sha),
+            pull.number
+        ),
+        None => format!(
+            "validated (the repository has no sweep workflow): #{} ready for review, branch kept",
+            pull.number
+        ),
+    };
     plan.actions.extend(status_label_action(
         policy,
         pull,

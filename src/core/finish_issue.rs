@@ -72,6 +72,9 @@ fn next_run(
     if plan.outcome == Outcome::Retired {
         return "not while the issue is closed: reopen it and label it again".into();
     }
+    if let (Outcome::Validated, Some(number)) = (plan.outcome, plan.pull_request) {
+        return format!("not while #{number} is open: it is the maintainers' to review and merge");
+    }
     match policy.cooldown(plan.outcome, agent_ran) {
         Cooldown::None => {
             "at the next planner pass, while a maintainer's label stays on the issue".into()
