@@ -274,22 +274,21 @@ impl fmt::Display for Action {
                 "dispatch {workflow} on {git_ref} for candidate {candidate}"
             ),
             Action::WriteDashboard {
-                issue: None, title, ..
-            } => write!(formatter, "create the dashboard issue \"{title}\""),
-            Action::WriteDashboard {
-                issue: Some(number),
+                issue,
+                title,
                 reopen,
                 ..
-            } => write!(
-                formatter,
-                "{} the dashboard #{number}",
-                if *reopen {
-                    "reopen and rewrite"
-                } else {
-                    "rewrite"
-                }
-            ),
+            } => formatter.write_str(&dashboard_write(*issue, title, *reopen)),
         }
+    }
+}
+
+/// How a dashboard write reads: created, or rewritten (and reopened).
+fn dashboard_write(issue: Option<u64>, title: &str, reopen: bool) -> String {
+    match (issue, reopen) {
+        (None, _) => format!("create the dashboard issue \"{title}\""),
+        (Some(number), true) => format!("reopen and rewrite the dashboard #{number}"),
+        (Some(number), false) => format!("rewrite the dashboard #{number}"),
     }
 }
 
