@@ -640,6 +640,11 @@ const ROWS: &[(&str, &str, Change)] = &[
     ),
     (
         "every mode",
+        "config: `workflows: {sweep: ''}` (empty; `null` is no sweep workflow)",
+        |run| run.file("klaud.yml", "workflows:\n  sweep: ''\n"),
+    ),
+    (
+        "every mode",
         "config: `discovery: {source: tickets}` (not a source)",
         |run| run.file("klaud.yml", "discovery:\n  source: tickets\n"),
     ),
