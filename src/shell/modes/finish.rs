@@ -6,7 +6,9 @@
 //! `finish/apply.rs` hands the plan to the one executor as one group: the session's runs
 //! cancelled, then the receipt and the changes behind the re-check of the pull request (a dry
 //! run goes through all of it, ledger write included, with its writes recorded, not sent) →
-//! `finish.json`, outputs, summary.
+//! `finish.json`, outputs, summary. For a candidate that came from an issue (its record's
+//! `issue`), the issue is read too (a closed one retires the candidate) and klaud's comment on it
+//! is a second action group.
 
 mod apply;
 pub mod inputs;
