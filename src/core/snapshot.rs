@@ -249,6 +249,18 @@ pub struct Snapshot {
     pub commit_messages: BTreeMap<String, Read<String>>,
     /// The default branch, read only when a parked session is resumed.
     pub default_branch: Option<Read<String>>,
+    /// The issue a candidate came from (contract §13), by candidate: read from its record,
+    /// only for a reconciled session of an `issue-<n>` candidate.
+    pub candidate_issues: BTreeMap<String, Read<CandidateIssue>>,
+}
+
+/// The issue a candidate came from, and whether it is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateIssue {
+    /// Its record names no issue.
+    NoIssue,
+    Open(u64),
+    Closed(u64),
 }
 
 /// What the decision needs read before it can decide (see `recover::details_needed`).
@@ -262,6 +274,7 @@ pub struct DetailRequests {
     pub branch_pull_requests: std::collections::BTreeSet<String>,
     pub commit_messages: std::collections::BTreeSet<String>,
     pub default_branch: bool,
+    pub candidate_issues: std::collections::BTreeSet<String>,
 }
 
 impl DetailRequests {
@@ -279,6 +292,7 @@ impl DetailRequests {
             + self.branch_pull_requests.len()
             + self.commit_messages.len()
             + usize::from(self.default_branch)
+            + 2 * self.candidate_issues.len()
     }
 }
 
@@ -305,6 +319,9 @@ impl Snapshot {
             .commit_messages
             .retain(|sha| !self.commit_messages.contains_key(sha));
         requests.default_branch &= self.default_branch.is_none();
+        requests
+            .candidate_issues
+            .retain(|id| !self.candidate_issues.contains_key(id));
         requests
     }
 }

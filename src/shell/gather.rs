@@ -24,9 +24,10 @@ use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::github_state::RunStatus;
 use crate::core::policy::Policy;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
+use crate::core::session::request::issue_task;
 use crate::core::snapshot::{
-    CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed, PullRequestFact, Read,
-    ReadFailure, RefFact, RunFact, RunState, Snapshot,
+    CandidateIssue, CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed,
+    PullRequestFact, Read, ReadFailure, RefFact, RunFact, RunState, Snapshot,
 };
 use crate::core::text::bounded;
 use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
@@ -220,6 +221,29 @@ enum Detail {
     Jobs(u64, Read<Vec<JobFact>>),
     Sweeps(String, Read<Listed<RunFact>>),
     DefaultBranch(Read<String>),
+    CandidateIssue(String, Read<CandidateIssue>),
+}
+
+/// The issue candidate `id` came from: its record on the state branch, then the issue's state.
+async fn candidate_issue(client: &GitHubClient, policy: &Policy, id: &str) -> Read<CandidateIssue> {
+    let store = LedgerStore::new(client, &policy.state_branch);
+    let record = store
+        .read_record(id)
+        .await
+        .map_err(|error| ReadFailure::new(bounded(&error.to_string(), 300)))?;
+    let Some(number) = record
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|record| issue_task(&record))
+        .map(|task| task.number)
+    else {
+        return Ok(CandidateIssue::NoIssue);
+    };
+    match client.standalone_issue(number).await {
+        Ok(Some(issue)) if issue.state.is_open() => Ok(CandidateIssue::Open(number)),
+        Ok(Some(_)) => Ok(CandidateIssue::Closed(number)),
+        Ok(None) => Err(ReadFailure::new(format!("issue #{number} does not exist"))),
+        Err(error) => Err(failed_read(&error)),
+    }
 }
 
 async fn read_details(
@@ -275,6 +299,12 @@ async fn read_details(
             Detail::Sweeps(branch, listed)
         }));
     }
+    for id in needs.candidate_issues {
+        reads.push(Box::pin(async move {
+            let issue = candidate_issue(client, policy, &id).await;
+            Detail::CandidateIssue(id, issue)
+        }));
+    }
     if needs.default_branch {
         reads.push(Box::pin(async move {
             let branch = client
@@ -316,6 +346,9 @@ async fn read_details(
                 snapshot.sweeps.insert(branch, runs);
             }
             Detail::DefaultBranch(branch) => snapshot.default_branch = Some(branch),
+            Detail::CandidateIssue(id, issue) => {
+                snapshot.candidate_issues.insert(id, issue);
+            }
         }
     }
 }

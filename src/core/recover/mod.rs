@@ -465,6 +465,17 @@ impl<'a> Facts<'a> {
         seen
     }
 
+    /// The issue candidate `id` came from, asked for when unread.
+    pub(crate) fn candidate_issue(&self, id: &str) -> Seen<'a, super::snapshot::CandidateIssue> {
+        let seen = lookup(&self.snapshot.candidate_issues, &id.to_string());
+        if matches!(seen, Seen::Unread) {
+            self.need(|needs| {
+                needs.candidate_issues.insert(id.to_string());
+            });
+        }
+        seen
+    }
+
     pub(crate) fn branch_pull_requests(
         &self,
         branch: &str,
