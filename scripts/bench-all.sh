@@ -62,6 +62,7 @@ cargo bench --locked --bench session | tee "$out/session.txt"
 cargo bench --locked --bench dashboard | tee "$out/dashboard.txt"
 cargo bench --locked --bench verify_baselines | tee "$out/verify_baselines.txt"
 cargo bench --locked --bench discover | tee "$out/discover.txt"
+cargo bench --locked --bench discover_issues | tee "$out/discover_issues.txt"
 cargo bench --locked --bench scale | tee "$out/scale.txt"
 cargo bench --locked --bench day | tee "$out/day.txt"
 

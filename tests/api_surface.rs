@@ -323,6 +323,29 @@ fn busier_runs() -> Vec<(&'static str, Vec<LoggedRequest>)> {
         ),
     ));
 
+    // discover with the issues source: the labelled issues, the default branch's head, the
+    // label actor's permission.
+    let mut world = World::new();
+    world
+        .state
+        .set_role(MAINTAINER_ANN.login, fake_github::state::Role::Write);
+    let issue = world.state.add_issue(fake_github::builder::IssueSpec {
+        title: "speed it up".into(),
+        author: "someone".into(),
+        ..Default::default()
+    });
+    world
+        .state
+        .label_issue(issue, "klaud", MAINTAINER_ANN.login);
+    let server = world.start();
+    let pass = Pass::new(76);
+    std::fs::write(
+        pass.path("klaud.yml"),
+        format!("bot: {BOT}\ndiscovery:\n  source: issues\n"),
+    )
+    .unwrap();
+    runs.push(("discover", step(&server, &pass, "discover", &[])));
+
     let mut note = setup("note", Answer::Serves);
     note.command.assert().code(0);
     let mut again = mode_runs_support::command(&note.step, &note.server, "note");

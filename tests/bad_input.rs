@@ -664,6 +664,46 @@ const ROWS: &[(&str, &str, Change)] = &[
         "config: unknown nested key `discovery: {bogus: 1}`",
         |run| run.file("klaud.yml", "discovery:\n  bogus: 1\n"),
     ),
+    (
+        "every mode",
+        "config: `workflows: {sweep: ''}` (empty; `null` is no sweep workflow)",
+        |run| run.file("klaud.yml", "workflows:\n  sweep: ''\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {source: tickets}` (not a source)",
+        |run| run.file("klaud.yml", "discovery:\n  source: tickets\n"),
+    ),
+    (
+        "every mode",
+        "config: unknown key `discovery: {issues: {lable: klaud}}`",
+        |run| run.file("klaud.yml", "discovery:\n  issues:\n    lable: klaud\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {issues: {label: ''}}`",
+        |run| run.file("klaud.yml", "discovery:\n  issues:\n    label: ''\n"),
+    ),
+    (
+        "every mode",
+        "config: `discovery: {issues: {family-labels: ''}}`",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  issues:\n    family-labels: ''\n",
+            )
+        },
+    ),
+    (
+        "every mode",
+        "config: `discovery: {issues: {priority-labels: [P0, p0]}}` (a repeat without case)",
+        |run| {
+            run.file(
+                "klaud.yml",
+                "discovery:\n  issues:\n    priority-labels: [P0, p0]\n",
+            )
+        },
+    ),
     ("`check-stop`", "stdin not the hook's JSON", |run| {
         run.stdin = "Stop".into()
     }),

@@ -520,7 +520,7 @@ fn the_standard_scenarios_dashboard_is_well_formed_markdown_and_matches_its_snap
             health: HealthFacts {
                 pulls: &Listed::complete(Vec::new()),
                 jobs: &std::collections::BTreeMap::new(),
-                sweep_workflow: &policy.sweep_workflow,
+                sweep_workflow: policy.sweep_workflow.as_deref(),
             },
         },
         &policy,
@@ -689,7 +689,7 @@ fn fifty_pull_requests_fit_the_dashboard_one_line_each_and_match_their_snapshot(
             health: HealthFacts {
                 pulls: &pulls,
                 jobs: &jobs,
-                sweep_workflow: &policy.sweep_workflow,
+                sweep_workflow: policy.sweep_workflow.as_deref(),
             },
         },
         &policy,

@@ -32,8 +32,8 @@ use fake_github::{
 use graphql_parser::query::{Definition, OperationDefinition};
 use klaud::adapters::github::batch::{DetailBatch, detail_queries};
 use klaud::adapters::github::graphql::{
-    CONVERT_TO_DRAFT, ConditionalDeletion, ISSUE_EDIT_HISTORY, MARK_READY, RefUpdates, UPDATE_REFS,
-    ZERO_OID,
+    CONVERT_TO_DRAFT, ConditionalDeletion, ISSUE_EDIT_HISTORY, ISSUE_LABEL_EVENTS, LABELLED_ISSUES,
+    MARK_READY, RefUpdates, UPDATE_REFS, ZERO_OID,
 };
 use klaud::adapters::github::open_pulls::open_pull_requests_query;
 use klaud::adapters::github::pull_checks::checks_page_query;
@@ -338,6 +338,14 @@ fn every_query_and_mutation_klaud_sends_is_valid_against_githubs_schema() {
     assert_valid(
         ISSUE_EDIT_HISTORY,
         &json!({"owner": "acme", "name": "widgets", "number": 7}),
+    );
+    assert_valid(
+        LABELLED_ISSUES,
+        &json!({"owner": "acme", "name": "widgets", "labels": ["klaud"], "after": null, "before": null}),
+    );
+    assert_valid(
+        ISSUE_LABEL_EVENTS,
+        &json!({"owner": "acme", "name": "widgets", "number": 7, "before": "Y3Vyc29yOnYyOpK00000001"}),
     );
 
     let seeded = seeded();
@@ -669,6 +677,108 @@ async fn the_fakes_answers_to_klauds_edit_history_query_conform_to_the_schema() 
     let pull = ask(&server, ISSUE_EDIT_HISTORY, variables(seeded().open)).await;
     assert_eq!(pull["data"]["repository"]["issue"], Value::Null);
     assert_eq!(pull["errors"][0]["type"], "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn the_fakes_answers_to_klauds_labelled_issues_queries_conform_to_the_schema() {
+    let mut seeded = seeded();
+    let state = &mut seeded.state;
+    let numbers: Vec<u64> = (0..3)
+        .map(|n| {
+            state.add_issue(IssueSpec {
+                title: format!("task {n}"),
+                body: None,
+                author: MAINTAINER.to_string(),
+                labels: vec!["klaud".to_string(), "area:x".to_string()],
+                created_at: Some(NOW.plus(n)),
+            })
+        })
+        .collect();
+    // 105 label events on the first issue: its newest 100 hide the first application.
+    for n in 0..51 {
+        state.now = Some(NOW.plus(100 + n));
+        state.label_issue(numbers[0], "noise", BOT);
+        state.unlabel_issue(numbers[0], "noise", BOT);
+    }
+    state.lock_issue(numbers[1]);
+    // A labelled pull request is never in GraphQL's issues.
+    state.label_issue(seeded.open, "klaud", MAINTAINER);
+    let server = FakeGitHub::start(seeded.state.clone());
+    let page = |after: Value| json!({"owner": "acme", "name": "widgets", "labels": ["KLAUD"], "after": after, "before": null});
+    let answer = ask(&server, LABELLED_ISSUES, page(Value::Null)).await;
+    let issues = &answer["data"]["repository"]["issues"];
+    assert_eq!(issues["totalCount"], 3, "{answer:#}");
+    let listed: Vec<u64> = issues["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| node["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(listed, numbers, "oldest first, no pull request");
+    let first = &issues["nodes"][0];
+    assert_eq!(first["title"], "task 0");
+    assert_eq!(first["body"], "");
+    assert_eq!(first["locked"], false);
+    assert_eq!(issues["nodes"][1]["locked"], true);
+    assert_eq!(
+        first["url"],
+        format!("https://github.com/acme/widgets/issues/{}", numbers[0])
+    );
+    let timeline = &first["timelineItems"];
+    assert_eq!(timeline["totalCount"], 104);
+    assert_eq!(timeline["nodes"].as_array().unwrap().len(), 100);
+    assert_eq!(timeline["nodes"][99]["__typename"], "UnlabeledEvent");
+    assert_eq!(timeline["nodes"][99]["actor"]["login"], "klaud");
+    assert_eq!(timeline["pageInfo"]["hasPreviousPage"], true);
+    assert_eq!(issues["pageInfo"]["hasNextPage"], false);
+    // The older events, before the page's start cursor, hold the first applications.
+    let cursor = timeline["pageInfo"]["startCursor"].clone();
+    let older = ask(
+        &server,
+        ISSUE_LABEL_EVENTS,
+        json!({"owner": "acme", "name": "widgets", "number": numbers[0], "before": cursor}),
+    )
+    .await;
+    let older = &older["data"]["repository"]["issue"]["timelineItems"];
+    assert_eq!(older["pageInfo"]["hasPreviousPage"], false);
+    let events: Vec<(&str, &str)> = older["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| {
+            (
+                node["__typename"].as_str().unwrap(),
+                node["label"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("LabeledEvent", "klaud"),
+            ("LabeledEvent", "area:x"),
+            ("LabeledEvent", "noise"),
+            ("UnlabeledEvent", "noise")
+        ]
+    );
+    // A cursor of the issues connection pages on.
+    let one = ask(
+        &server,
+        &LABELLED_ISSUES.replace("first: 100", "first: 1"),
+        page(Value::Null),
+    )
+    .await;
+    let end = one["data"]["repository"]["issues"]["pageInfo"]["endCursor"].clone();
+    let next = ask(
+        &server,
+        &LABELLED_ISSUES.replace("first: 100", "first: 1"),
+        page(end),
+    )
+    .await;
+    assert_eq!(
+        next["data"]["repository"]["issues"]["nodes"][0]["number"],
+        numbers[1]
+    );
 }
 
 #[tokio::test]

@@ -626,3 +626,172 @@ fn an_unreadable_execution_record_is_reported_and_the_outcome_still_recorded() {
     assert_eq!(session_of(&server, "a").outcome, Some(Outcome::Failed));
     assert!(!pass.summary().contains("Agent run:"));
 }
+
+/// An open issue handed to the agent, its candidate's live session with the bot's draft, and the
+/// candidate's record (with `issue` and `task`) on the state branch; returns (issue, candidate,
+/// draft).
+fn issue_candidate(world: &mut World, parent: u64) -> (u64, String, u64) {
+    let issue = world.state.add_issue(fake_github::builder::IssueSpec {
+        title: "Cache the parser tables".into(),
+        body: Some("They are rebuilt on every call.".into()),
+        author: MAINTAINER.into(),
+        labels: vec!["klaud".into()],
+        ..Default::default()
+    });
+    let candidate = format!("issue-{issue}");
+    let draft = live_draft(world, &candidate, parent);
+    let record = serde_json::json!({
+        "id": candidate, "family": family(&candidate),
+        "issue": {"number": issue, "title": "Cache the parser tables",
+                  "url": format!("https://github.com/acme/bench/issues/{issue}"),
+                  "labels": ["klaud"], "author": MAINTAINER, "label-actor": MAINTAINER},
+        "task": {"title": "Cache the parser tables", "body": "They are rebuilt on every call."},
+    });
+    world.state.put_file(
+        STATE_BRANCH,
+        &format!("records/{candidate}.json"),
+        &record.to_string(),
+    );
+    (issue, candidate, draft)
+}
+
+/// klaud's comments on `issue`.
+fn issue_comments(server: &FakeGitHubHandle, issue: u64) -> Vec<String> {
+    server.with_state(|state| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == issue && comment.author == BOT)
+            .map(|comment| comment.body.clone())
+            .collect()
+    })
+}
+
+fn close_issue(server: &FakeGitHubHandle, issue: u64) {
+    server.with_state(|state| {
+        let closed = state.issues.get_mut(&issue).unwrap();
+        closed.state = PullState::Closed;
+        closed.closed_by = Some(MAINTAINER.into());
+    });
+}
+
+#[test]
+fn a_validated_issue_candidate_links_its_issue_and_keeps_one_comment_there() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let (issue, candidate, draft) = issue_candidate(&mut world, parent);
+    world.sweep(&candidate, BOT, "completed", Some("success"), 30);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, &candidate, &["--outcome", "validated"], 0);
+    finish(&server, &pass, &candidate, &["--outcome", "validated"], 0);
+
+    let pull = pull_state(&server, draft);
+    assert!(!pull.draft, "ready for review");
+    let body = pull.body.unwrap_or_default();
+    assert_eq!(
+        body.matches(&format!("Closes #{issue}")).count(),
+        1,
+        "written once: {body}"
+    );
+    let comments = issue_comments(&server, issue);
+    assert_eq!(
+        comments.len(),
+        1,
+        "one comment, updated in place: {comments:?}"
+    );
+    let comment = &comments[0];
+    assert!(comment.starts_with(&format!("<!-- klaud:issue candidate={candidate} -->")));
+    assert!(comment.contains("**validated**"), "{comment}");
+    assert!(
+        comment.contains(&format!("- pull request: #{draft}")),
+        "{comment}"
+    );
+    assert!(comment.contains("- may run again:"), "{comment}");
+}
+
+#[test]
+fn a_failed_issue_candidate_says_on_the_issue_when_it_may_run_again() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let (issue, candidate, draft) = issue_candidate(&mut world, parent);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+    std::fs::write(
+        pass.path("klaud.yml"),
+        format!("bot: {BOT}\ncooldowns:\n  failed: 2\n"),
+    )
+    .unwrap();
+
+    finish(&server, &pass, &candidate, &["--outcome", "failed"], 0);
+
+    assert_eq!(pull_state(&server, draft).state, PullState::Closed);
+    let comments = issue_comments(&server, issue);
+    assert_eq!(comments.len(), 1);
+    assert!(comments[0].contains("**failed**"), "{}", comments[0]);
+    assert!(
+        comments[0].contains("- may run again: after ")
+            && comments[0].contains("(cooldown of `failed`)"),
+        "{}",
+        comments[0]
+    );
+    assert!(
+        pull_state(&server, draft)
+            .body
+            .unwrap_or_default()
+            .find("Closes #")
+            .is_none(),
+        "only a validated pull request closes its issue"
+    );
+}
+
+#[test]
+fn an_issue_closed_mid_session_retires_its_candidate_and_a_ready_pull_request_is_left_alone() {
+    let mut world = World::new();
+    let parent = world.running_planner(&[]);
+    let (issue, candidate, draft) = issue_candidate(&mut world, parent);
+    let (ready_issue, ready_candidate, ready) = issue_candidate(&mut world, parent);
+    world.state.pulls.get_mut(&ready).unwrap().draft = false;
+    world
+        .ledger
+        .sessions
+        .iter_mut()
+        .find(|session| session.candidate == ready_candidate)
+        .unwrap()
+        .outcome = Some(Outcome::Validated);
+    let server = world.start();
+    close_issue(&server, issue);
+    close_issue(&server, ready_issue);
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, &candidate, &["--outcome", "validated"], 0);
+    finish(
+        &server,
+        &pass,
+        &ready_candidate,
+        &["--outcome", "failed"],
+        0,
+    );
+
+    let session = session_of(&server, &candidate);
+    assert_eq!(session.outcome, Some(Outcome::Retired));
+    let pull = pull_state(&server, draft);
+    assert_eq!(pull.state, PullState::Closed, "the draft is cleaned up");
+    assert!(
+        !branch_exists(&server, &candidate),
+        "retired deletes the branch"
+    );
+    let comment = &issue_comments(&server, issue)[0];
+    assert!(comment.contains("**retired**"), "{comment}");
+    assert!(comment.contains("its issue was closed"), "{comment}");
+
+    assert_eq!(
+        session_of(&server, &ready_candidate).outcome,
+        Some(Outcome::Retired)
+    );
+    let ready_pull = pull_state(&server, ready);
+    assert_eq!(ready_pull.state, PullState::Open, "left to the maintainers");
+    assert!(!ready_pull.draft);
+    assert!(branch_exists(&server, &ready_candidate));
+}

@@ -141,7 +141,7 @@ async fn a_listing_that_cannot_be_completed_says_so_instead_of_coming_back_short
 
     match client.workflow_runs(&filter).await.unwrap().into_whole() {
         Err(reason) => {
-            assert!(reason.contains("same second"), "{reason}")
+            assert!(reason.reason.contains("same second"), "{reason}")
         }
         Ok(runs) => {
             panic!("a listing of {} runs claimed to be complete", runs.len())

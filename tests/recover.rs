@@ -751,3 +751,49 @@ fn a_parked_session_whose_resumes_no_job_adopted_for_six_hours_is_not_dispatched
         SessionState::Parked
     );
 }
+
+#[test]
+fn a_session_whose_job_died_after_its_issue_was_closed_is_reconciled_retired() {
+    let mut world = World::new();
+    let issue = world.state.add_issue(fake_github::builder::IssueSpec {
+        title: "Rename the flags".into(),
+        author: MAINTAINER.into(),
+        labels: vec!["klaud".into()],
+        ..Default::default()
+    });
+    let candidate = format!("issue-{issue}");
+    let parent = world.finished_planner(3, &[&candidate]);
+    let number = world.bot_draft(&candidate);
+    world.session(&candidate, SessionState::Live, parent, Some(number));
+    world.claim(&candidate, parent);
+    world.state.put_file(
+        STATE_BRANCH,
+        &format!("records/{candidate}.json"),
+        &serde_json::json!({
+            "id": candidate, "family": family(&candidate),
+            "issue": {"number": issue, "title": "Rename the flags", "url": "",
+                      "labels": ["klaud"], "author": MAINTAINER, "label-actor": MAINTAINER},
+            "task": {"title": "Rename the flags", "body": ""},
+        })
+        .to_string(),
+    );
+    let closed = world.state.issues.get_mut(&issue).unwrap();
+    closed.state = PullState::Closed;
+    closed.closed_by = Some(MAINTAINER.into());
+    let server = world.start();
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    let session = stored_ledger(&server)
+        .sessions
+        .into_iter()
+        .find(|session| session.candidate == candidate)
+        .unwrap();
+    assert_eq!(session.outcome, Some(Outcome::Retired));
+    assert_eq!(pull_state(&server, number).state, PullState::Closed);
+    assert!(
+        !branch_exists(&server, &candidate),
+        "retired deletes the branch"
+    );
+}

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::execution::AgentRecord;
+use super::finish_issue::{IssueFact, closed_without_merge};
 use super::ledger::{AttemptEnd, JobRef, Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
 use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
@@ -95,6 +96,8 @@ pub struct FinishFacts {
     pub branch_sha: Option<String>,
     /// This run: never cancelled.
     pub own_run: u64,
+    /// The issue the candidate came from (contract §13), when it came from one.
+    pub issue: Option<IssueFact>,
 }
 
 /// How `finish` ends for the candidate.
@@ -133,6 +136,9 @@ pub struct FinishPlan {
     /// Why, in one line.
     pub reason: String,
     pub pull_request: Option<u64>,
+    /// The issue the candidate came from, which keeps klaud's comment on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue: Option<u64>,
     /// Post or refresh the completion receipt on the pull request.
     pub receipt: bool,
     /// The pull request as examined: re-read and compared just before its first change.
@@ -179,6 +185,24 @@ pub fn decide(
     facts: &FinishFacts,
     policy: &Policy,
 ) -> FinishPlan {
+    let Some(retired) = retired_by_its_issue(request, facts) else {
+        return decide_for(request, session, facts, policy);
+    };
+    let mut plan = decide_for(&retired, session, facts, policy);
+    plan.reason = format!(
+        "its issue was closed, not by the merge of its pull request: {}",
+        plan.reason
+    );
+    plan
+}
+
+/// [`decide`] for the request as it stands.
+fn decide_for(
+    request: &FinishRequest,
+    session: &Session,
+    facts: &FinishFacts,
+    policy: &Policy,
+) -> FinishPlan {
     let plan = FinishPlan::examined(request, facts, policy);
     let Some(pull) = &facts.pull else {
         return without_pull_request(plan, request);
@@ -202,6 +226,7 @@ impl FinishPlan {
             cleanup: Cleanup::Done,
             reason: String::new(),
             pull_request: facts.pull.as_ref().map(|pull| pull.number),
+            issue: facts.issue.as_ref().map(|issue| issue.number),
             receipt: false,
             check: facts.pull.as_ref().map(|pull| PullRequestCheck {
                 number: pull.number,
@@ -313,7 +338,7 @@ fn maintainers_sweep(
     policy: &Policy,
 ) -> Option<String> {
     let run = runs.iter().find(|run| {
-        run.workflow == policy.sweep_workflow
+        policy.is_sweep(&run.workflow)
             && run.created_at > session.started_at
             && started_by_someone_else(run, &policy.bot).is_some()
     })?;
@@ -321,6 +346,17 @@ fn maintainers_sweep(
         "sweep run {} on {} was started by a maintainer after the session began",
         run.id, pull.head_branch
     ))
+}
+
+/// The request as `retired` when the candidate's issue was closed by anything but the merge of
+/// its pull request: not parked, whatever the agent reported.
+fn retired_by_its_issue(request: &FinishRequest, facts: &FinishFacts) -> Option<FinishRequest> {
+    let issue = facts.issue.as_ref()?;
+    closed_without_merge(issue, facts.pull.as_ref()).then(|| FinishRequest {
+        outcome: Outcome::Retired,
+        park: false,
+        ..request.clone()
+    })
 }
 
 /// No pull request: nothing to clean up on GitHub, the session finished or parked.
@@ -371,6 +407,9 @@ fn open(
     if request.outcome == Outcome::Validated {
         return validated(plan, pull, runs, policy);
     }
+    if request.outcome == Outcome::Retired && !pull.draft && plan.issue.is_some() {
+        return ready_left_to_maintainers(plan, pull);
+    }
     if !pull.draft && !validated_record {
         return left_alone(
             plan,
@@ -381,6 +420,17 @@ fn open(
         );
     }
     cleaned_up(plan, request, pull, runs, facts, policy)
+}
+
+/// A ready pull request of a retired issue's candidate stays as it is: the maintainers decide.
+fn ready_left_to_maintainers(mut plan: FinishPlan, pull: &PullRequestFact) -> FinishPlan {
+    plan.cleanup = Cleanup::Untouched;
+    plan.receipt = true;
+    plan.reason = format!(
+        "#{} is ready for review: left to the maintainers",
+        pull.number
+    );
+    plan
 }
 
 /// A parked session keeps its draft, with the parked status label.
@@ -410,15 +460,25 @@ fn validated(
     runs: &[RunFact],
     policy: &Policy,
 ) -> FinishPlan {
-    if let Some(problem) = final_sweep(runs, pull, &policy.sweep_workflow) {
+    if let Some(problem) = policy
+        .sweep_workflow
+        .as_deref()
+        .and_then(|sweep| final_sweep(runs, pull, sweep))
+    {
         return left_alone(plan, problem);
     }
     plan.receipt = true;
-    plan.reason = format!(
-        "the final sweep on {} succeeded: #{} ready for review, branch kept",
-        short(&pull.head_sha),
-        pull.number
-    );
+    plan.reason = match policy.sweep_workflow {
+        Some(_) => format!(
+            "the final sweep on {} succeeded: #{} ready for review, branch kept",
+            short(&pull.head_sha),
+            pull.number
+        ),
+        None => format!(
+            "validated (the repository has no sweep workflow): #{} ready for review, branch kept",
+            pull.number
+        ),
+    };
     plan.actions.extend(status_label_action(
         policy,
         pull,
@@ -428,6 +488,12 @@ fn validated(
         plan.actions.push(Action::MarkReady {
             pull_request: pull.number,
             node_id: pull.node_id.clone(),
+        });
+    }
+    if let Some(issue) = plan.issue {
+        plan.actions.push(Action::LinkIssue {
+            pull_request: pull.number,
+            issue,
         });
     }
     plan

@@ -3,6 +3,7 @@
 use chrono::TimeZone;
 
 use super::*;
+use crate::core::finish_issue::IssueFact;
 use crate::core::policy::tests::inferencex_policy;
 use crate::core::snapshot::CommitFact;
 
@@ -77,6 +78,7 @@ fn draft_facts() -> FinishFacts {
         named_runs: Vec::new(),
         branch_sha: Some(HEAD.into()),
         own_run: 100,
+        issue: None,
     }
 }
 
@@ -285,5 +287,106 @@ fn a_ready_pull_request_with_validated_only_pending_is_never_redrafted_or_closed
         steps(&plan).contains(&"close #3".to_string()),
         "{:?}",
         steps(&plan)
+    );
+}
+
+fn issue(open: Read<bool>) -> Option<IssueFact> {
+    Some(IssueFact { number: 40, open })
+}
+
+#[test]
+fn a_validated_issue_candidate_links_its_issue_and_comments_on_it() {
+    let policy = inferencex_policy();
+    let mut facts = draft_facts();
+    facts.branch_runs = Some(Ok(vec![sweep("success")]));
+    facts.issue = issue(Ok(true));
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-finished on #3",
+            "mark #3 ready for review",
+            "link #3 to issue #40 (Closes #40)"
+        ]
+    );
+    let group = plan.issue_comment_group("text".into()).unwrap();
+    assert_eq!(group.pull_request_check, None, "rests on no pull request");
+    assert_eq!(
+        group.actions[0].to_string(),
+        "post or refresh klaud's comment on issue #40"
+    );
+}
+
+#[test]
+fn an_issue_closed_by_anything_but_its_merge_retires_the_candidate() {
+    let policy = inferencex_policy();
+    let mut facts = draft_facts();
+    facts.issue = issue(Ok(false));
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(plan.outcome, Outcome::Retired);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-retired on #3",
+            "close #3",
+            "delete branch klaud/auto-a (if still at 0123456)",
+        ]
+    );
+    assert!(
+        plan.reason.starts_with("its issue was closed"),
+        "{}",
+        plan.reason
+    );
+    // Parking does not keep it either.
+    let mut parked = request(Outcome::Failed);
+    parked.park = true;
+    assert_eq!(
+        decide(&parked, &session(), &facts, &policy).outcome,
+        Outcome::Retired
+    );
+    // Closed by the merge of its pull request: not retired.
+    facts.pull.as_mut().unwrap().merged = true;
+    facts.pull.as_mut().unwrap().open = false;
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(plan.outcome, Outcome::Validated);
+    assert_eq!(plan.cleanup, Cleanup::Untouched);
+    // An issue that could not be read is not taken as closed.
+    let mut facts = draft_facts();
+    facts.issue = issue(Err("HTTP 502".into()));
+    let plan = decide(&request(Outcome::Failed), &session(), &facts, &policy);
+    assert_eq!(plan.outcome, Outcome::Failed);
+}
+
+#[test]
+fn a_retired_issue_candidates_ready_pull_request_is_left_to_the_maintainers() {
+    let policy = inferencex_policy();
+    let mut facts = draft_facts();
+    facts.pull.as_mut().unwrap().draft = false;
+    facts.issue = issue(Ok(false));
+    let mut validated = session();
+    validated.outcome = Some(Outcome::Validated);
+    let plan = decide(&request(Outcome::Failed), &validated, &facts, &policy);
+    assert_eq!(plan.outcome, Outcome::Retired);
+    assert_eq!(plan.cleanup, Cleanup::Untouched);
+    assert!(steps(&plan).is_empty());
+}
+
+#[test]
+fn without_a_sweep_workflow_validated_needs_no_sweep() {
+    let mut policy = inferencex_policy();
+    policy.sweep_workflow = None;
+    let plan = decide(
+        &request(Outcome::Validated),
+        &session(),
+        &draft_facts(),
+        &policy,
+    );
+    assert_eq!(plan.cleanup, Cleanup::Done);
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-finished on #3",
+            "mark #3 ready for review"
+        ]
     );
 }

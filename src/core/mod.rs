@@ -9,6 +9,7 @@ pub mod dashboard;
 pub mod discovery;
 pub mod execution;
 pub mod finish;
+pub mod finish_issue;
 pub mod github_state;
 pub mod health;
 pub mod install;

@@ -65,6 +65,19 @@ pub enum Action {
         marker: String,
         body: String,
     },
+    /// Add the line `Closes #<issue>` to the pull request's body, once: klaud writes it, the rest
+    /// of the body stays as it is.
+    LinkIssue {
+        pull_request: u64,
+        issue: u64,
+    },
+    /// Post klaud's comment on the issue a candidate came from, or refresh the bot's comment
+    /// carrying `marker` in place (nothing is sent when its text is already `body`).
+    PostIssueComment {
+        issue: u64,
+        marker: String,
+        body: String,
+    },
     /// Start a candidate's workflow again (`workflow_dispatch` with the candidate as input).
     DispatchCandidate {
         candidate: String,
@@ -113,6 +126,7 @@ impl Action {
             | Action::MarkReady { pull_request, .. }
             | Action::ConvertToDraft { pull_request, .. }
             | Action::ClosePullRequest { pull_request }
+            | Action::LinkIssue { pull_request, .. }
             | Action::PostMarkedComment { pull_request, .. } => Some(*pull_request),
             _ => None,
         }
@@ -146,6 +160,7 @@ impl Action {
                 | Action::DeleteBranch { .. }
                 | Action::DeleteLockRef { .. }
                 | Action::WriteDashboard { .. }
+                | Action::PostIssueComment { .. }
         )
     }
 }
@@ -237,6 +252,19 @@ impl fmt::Display for Action {
                 "post or refresh the {} on #{pull_request}",
                 comment.name()
             ),
+            Action::LinkIssue {
+                pull_request,
+                issue,
+            } => write!(
+                formatter,
+                "link #{pull_request} to issue #{issue} (Closes #{issue})"
+            ),
+            Action::PostIssueComment { issue, .. } => {
+                write!(
+                    formatter,
+                    "post or refresh klaud's comment on issue #{issue}"
+                )
+            }
             Action::DispatchCandidate {
                 candidate,
                 workflow,
@@ -246,22 +274,21 @@ impl fmt::Display for Action {
                 "dispatch {workflow} on {git_ref} for candidate {candidate}"
             ),
             Action::WriteDashboard {
-                issue: None, title, ..
-            } => write!(formatter, "create the dashboard issue \"{title}\""),
-            Action::WriteDashboard {
-                issue: Some(number),
+                issue,
+                title,
                 reopen,
                 ..
-            } => write!(
-                formatter,
-                "{} the dashboard #{number}",
-                if *reopen {
-                    "reopen and rewrite"
-                } else {
-                    "rewrite"
-                }
-            ),
+            } => formatter.write_str(&dashboard_write(*issue, title, *reopen)),
         }
+    }
+}
+
+/// How a dashboard write reads: created, or rewritten (and reopened).
+fn dashboard_write(issue: Option<u64>, title: &str, reopen: bool) -> String {
+    match (issue, reopen) {
+        (None, _) => format!("create the dashboard issue \"{title}\""),
+        (Some(number), true) => format!("reopen and rewrite the dashboard #{number}"),
+        (Some(number), false) => format!("rewrite the dashboard #{number}"),
     }
 }
 

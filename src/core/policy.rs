@@ -32,8 +32,11 @@ pub struct Policy {
     pub planner_job: String,
     pub planner_workflow: String,
     pub candidate_workflow: String,
-    pub smoke_workflow: String,
-    pub sweep_workflow: String,
+    /// The smoke-test workflow file, if the repository has one.
+    pub smoke_workflow: Option<String>,
+    /// The sweep workflow file, if the repository has one: without it, `validated` needs no
+    /// successful sweep run.
+    pub sweep_workflow: Option<String>,
     pub handoff_label: String,
     pub sweep_labels: Vec<String>,
     pub status_labels: BTreeMap<StatusLabel, String>,
@@ -178,6 +181,16 @@ impl Policy {
         }
     }
 
+    /// Whether `workflow` is the sweep workflow (never, without one).
+    pub fn is_sweep(&self, workflow: &str) -> bool {
+        self.sweep_workflow.as_deref() == Some(workflow)
+    }
+
+    /// Whether `workflow` is the smoke workflow (never, without one).
+    pub fn is_smoke(&self, workflow: &str) -> bool {
+        self.smoke_workflow.as_deref() == Some(workflow)
+    }
+
     /// The longest cooldown any outcome can earn: finished sessions older than this can be pruned.
     pub fn longest_cooldown(&self) -> Duration {
         Outcome::ALL
@@ -283,8 +296,8 @@ pub(crate) mod tests {
             planner_job: "Run candidate {id}".into(),
             planner_workflow: "klaud-plan.yml".into(),
             candidate_workflow: "klaud-candidate.yml".into(),
-            smoke_workflow: "e2e-tests.yml".into(),
-            sweep_workflow: "run-sweep.yml".into(),
+            smoke_workflow: Some("e2e-tests.yml".into()),
+            sweep_workflow: Some("run-sweep.yml".into()),
             handoff_label: "klaud-handoff".into(),
             sweep_labels: vec!["full-sweep-fail-fast".into(), "full-sweep-enabled".into()],
             status_labels: BTreeMap::new(),

@@ -17,8 +17,36 @@ use chrono::{DateTime, Utc};
 use super::github_state::RunConclusion;
 use super::ledger::Ledger;
 
-/// A single read: the fact, or why it could not be read (bounded, never an API body).
-pub type Read<T> = Result<T, String>;
+/// Why a read from GitHub did not give its fact, in one bounded line (never an API body): a
+/// single read that failed, or a listing that is not whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ReadFailure {
+    pub reason: String,
+}
+
+impl ReadFailure {
+    pub fn new(reason: impl Into<String>) -> Self {
+        ReadFailure {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<String> for ReadFailure {
+    fn from(reason: String) -> Self {
+        ReadFailure { reason }
+    }
+}
+
+impl From<&str> for ReadFailure {
+    fn from(reason: &str) -> Self {
+        ReadFailure::new(reason)
+    }
+}
+
+/// A single read: the fact, or why it could not be read.
+pub type Read<T> = Result<T, ReadFailure>;
 
 /// A listing read from GitHub (pull requests, branches, runs, changed files) that knows whether
 /// it holds everything GitHub has.
@@ -73,10 +101,10 @@ impl<T> Listed<T> {
     }
 
     /// The items when they are all there, else why not.
-    pub fn into_whole(self) -> Result<Vec<T>, String> {
+    pub fn into_whole(self) -> Read<Vec<T>> {
         match self.gap {
             None => Ok(self.items),
-            Some(reason) => Err(reason),
+            Some(reason) => Err(ReadFailure { reason }),
         }
     }
 
@@ -221,6 +249,18 @@ pub struct Snapshot {
     pub commit_messages: BTreeMap<String, Read<String>>,
     /// The default branch, read only when a parked session is resumed.
     pub default_branch: Option<Read<String>>,
+    /// The issue a candidate came from (contract §13), by candidate: read from its record,
+    /// only for a reconciled session of an `issue-<n>` candidate.
+    pub candidate_issues: BTreeMap<String, Read<CandidateIssue>>,
+}
+
+/// The issue a candidate came from, and whether it is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateIssue {
+    /// Its record names no issue.
+    NoIssue,
+    Open(u64),
+    Closed(u64),
 }
 
 /// What the decision needs read before it can decide (see `recover::details_needed`).
@@ -234,6 +274,7 @@ pub struct DetailRequests {
     pub branch_pull_requests: std::collections::BTreeSet<String>,
     pub commit_messages: std::collections::BTreeSet<String>,
     pub default_branch: bool,
+    pub candidate_issues: std::collections::BTreeSet<String>,
 }
 
 impl DetailRequests {
@@ -251,6 +292,7 @@ impl DetailRequests {
             + self.branch_pull_requests.len()
             + self.commit_messages.len()
             + usize::from(self.default_branch)
+            + 2 * self.candidate_issues.len()
     }
 }
 
@@ -277,6 +319,9 @@ impl Snapshot {
             .commit_messages
             .retain(|sha| !self.commit_messages.contains_key(sha));
         requests.default_branch &= self.default_branch.is_none();
+        requests
+            .candidate_issues
+            .retain(|id| !self.candidate_issues.contains_key(id));
         requests
     }
 }

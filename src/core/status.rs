@@ -292,7 +292,7 @@ mod tests {
             health: HealthFacts {
                 pulls: &Listed::complete(Vec::new()),
                 jobs: &std::collections::BTreeMap::new(),
-                sweep_workflow: "run-sweep.yml",
+                sweep_workflow: Some("run-sweep.yml"),
             },
         };
         status_report(facts, &inferencex_policy(), now())

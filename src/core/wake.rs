@@ -157,17 +157,20 @@ fn skip(reason: WakeReason, message: String) -> WakeDecision {
 /// The run is of the smoke or the sweep workflow.
 fn of_smoke_or_sweep(run: &EndedRun, policy: &Policy) -> Result<(), WakeDecision> {
     let workflow = file_name(&run.workflow_path);
-    if workflow != file_name(&policy.smoke_workflow)
-        && workflow != file_name(&policy.sweep_workflow)
-    {
+    let named = |configured: &Option<String>| {
+        configured
+            .as_deref()
+            .is_some_and(|name| file_name(name) == workflow)
+    };
+    if !named(&policy.smoke_workflow) && !named(&policy.sweep_workflow) {
         return Err(skip(
             WakeReason::NotSmokeOrSweep,
             format!(
                 "run {} is of {}, neither the smoke ({}) nor the sweep ({}) workflow",
                 run.id,
                 shown(workflow),
-                shown(&policy.smoke_workflow),
-                shown(&policy.sweep_workflow)
+                shown(policy.smoke_workflow.as_deref().unwrap_or("none")),
+                shown(policy.sweep_workflow.as_deref().unwrap_or("none"))
             ),
         ));
     }

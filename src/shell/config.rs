@@ -52,10 +52,15 @@ pub struct Config {
     pub health: HealthSettings,
 }
 
-/// `discovery` (contract §11).
+/// `discovery` (contract §11, §13).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DiscoverySettings {
+    /// Where candidates come from: the InferenceX master configs and the public catalog, or the
+    /// open issues maintainers labelled.
+    pub source: DiscoverySource,
+    /// The labelled issues (`source: issues`).
+    pub issues: IssueDiscoverySettings,
     /// Glob patterns of the master configs, relative to the repository (`*` matches within one
     /// path segment); every top-level key of a matching file is a family. A file under a
     /// `deprecated/` folder is never matched.
@@ -77,6 +82,53 @@ pub struct DiscoverySettings {
     pub review_batch_size: usize,
     /// Earlier branch prefixes whose branches and pull requests still occupy their family.
     pub legacy_branch_prefixes: Vec<String>,
+}
+
+/// `discovery.source`: `inferencex-configs`, every family of the master configs proposed when
+/// the catalog publishes a newer image (contract §11), or `issues`, the open issues carrying
+/// `discovery.issues.label`, applied last by a writer (contract §13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiscoverySource {
+    #[default]
+    InferencexConfigs,
+    Issues,
+}
+
+/// `discovery.issues` (contract §13).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct IssueDiscoverySettings {
+    /// The label that hands an issue to the agent; it counts only when its latest application
+    /// was made by an account with write, maintain or admin permission.
+    pub label: String,
+    /// A glob (`*` any run of characters, `?` one) of the labels that name an issue's family:
+    /// the alphabetically first match; an issue without one is its own family.
+    pub family_labels: String,
+    /// Labels that put an issue first, earlier ones first (compared without case); then the
+    /// oldest issues.
+    pub priority_labels: Vec<String>,
+}
+
+impl Default for IssueDiscoverySettings {
+    fn default() -> Self {
+        IssueDiscoverySettings {
+            label: "klaud".into(),
+            family_labels: "area:*".into(),
+            priority_labels: Vec::new(),
+        }
+    }
+}
+
+impl IssueDiscoverySettings {
+    /// The settings as the decision reads them.
+    pub fn settings(&self) -> crate::core::discovery::issues::IssueSettings {
+        crate::core::discovery::issues::IssueSettings {
+            label: self.label.clone(),
+            family_labels: self.family_labels.clone(),
+            priority_labels: self.priority_labels.clone(),
+        }
+    }
 }
 
 /// `discovery.feeds`: an `https://` URL (or `http://127.0.0.1…` for tests) or a local file.
@@ -114,6 +166,8 @@ impl Default for DiscoverySettings {
                 .collect()
         };
         DiscoverySettings {
+            source: DiscoverySource::default(),
+            issues: IssueDiscoverySettings::default(),
             configs: vec!["configs/*-master.yaml".into()],
             runner_config: "configs/runners.yaml".into(),
             feeds: FeedSettings::default(),
@@ -216,10 +270,11 @@ pub struct WorkflowNames {
     pub planner_job: String,
     /// The workflow file of one candidate session.
     pub candidate: String,
-    /// The smoke-test workflow file.
-    pub smoke: String,
-    /// The sweep workflow file.
-    pub sweep: String,
+    /// The smoke-test workflow file; `null` for a repository without one.
+    pub smoke: Option<String>,
+    /// The sweep workflow file; `null` for a repository without one: a `validated` outcome then
+    /// needs no successful sweep run on the pull request's head.
+    pub sweep: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -298,8 +353,8 @@ impl Default for WorkflowNames {
             planner: "klaud-plan.yml".into(),
             planner_job: "Run candidate {id}".into(),
             candidate: "klaud-candidate.yml".into(),
-            smoke: "e2e-tests.yml".into(),
-            sweep: "run-sweep.yml".into(),
+            smoke: Some("e2e-tests.yml".into()),
+            sweep: Some("run-sweep.yml".into()),
         }
     }
 }
@@ -426,9 +481,18 @@ pub fn parse_config(text: &str) -> Result<Config, ConfigError> {
 
 fn describe_yaml_error(error: serde_yaml_ng::Error) -> ConfigError {
     let text = error.to_string();
-    // serde names the key as "unknown field `x`" and prefixes the path of its parent ("labels.status: ").
-    let key = unknown_field_path(&text).unwrap_or_else(|| "config".to_string());
+    // serde names the key as "unknown field `x`" and prefixes the path of its parent ("labels.status: ");
+    // an unknown word of a choice is "discovery.source: unknown variant `x`".
+    let key = unknown_field_path(&text)
+        .or_else(|| unknown_variant_path(&text))
+        .unwrap_or_else(|| "config".to_string());
     ConfigError { key, message: text }
+}
+
+fn unknown_variant_path(message: &str) -> Option<String> {
+    let (path, _) = message.split_once(": unknown variant `")?;
+    let path = path.trim();
+    (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
 }
 
 fn unknown_field_path(message: &str) -> Option<String> {
@@ -457,14 +521,20 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         ("workflows.planner", &config.workflows.planner),
         ("workflows.planner-job", &config.workflows.planner_job),
         ("workflows.candidate", &config.workflows.candidate),
-        ("workflows.smoke", &config.workflows.smoke),
-        ("workflows.sweep", &config.workflows.sweep),
         ("labels.handoff", &config.labels.handoff),
         ("producer.interpreter", &config.producer.interpreter),
     ];
     for (key, value) in non_empty {
         if value.trim().is_empty() {
             return Err(invalid(key, "must not be empty"));
+        }
+    }
+    for (key, value) in [
+        ("workflows.smoke", &config.workflows.smoke),
+        ("workflows.sweep", &config.workflows.sweep),
+    ] {
+        if value.as_ref().is_some_and(|name| name.trim().is_empty()) {
+            return Err(invalid(key, "must not be empty (null: no such workflow)"));
         }
     }
     if !config.workflows.planner_job.contains("{id}") {
@@ -595,7 +665,41 @@ fn validate_health(health: &HealthSettings) -> Result<(), ConfigError> {
     Ok(())
 }
 
+fn validate_issue_discovery(issues: &IssueDiscoverySettings) -> Result<(), ConfigError> {
+    if issues.label.trim().is_empty() || issues.label.chars().count() > 50 {
+        return Err(invalid(
+            "discovery.issues.label",
+            "must be a label name of 1 to 50 characters, not all blank",
+        ));
+    }
+    if issues.family_labels.trim().is_empty() {
+        return Err(invalid(
+            "discovery.issues.family-labels",
+            "must be a non-empty pattern",
+        ));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for label in &issues.priority_labels {
+        if label.trim().is_empty() {
+            return Err(invalid(
+                "discovery.issues.priority-labels",
+                "a label must not be empty",
+            ));
+        }
+        let folded = label.to_lowercase();
+        if seen.contains(&folded) {
+            return Err(invalid(
+                "discovery.issues.priority-labels",
+                &format!("'{label}' is listed twice (label names are compared without case)"),
+            ));
+        }
+        seen.push(folded);
+    }
+    Ok(())
+}
+
 fn validate_discovery(discovery: &DiscoverySettings) -> Result<(), ConfigError> {
+    validate_issue_discovery(&discovery.issues)?;
     if discovery.configs.is_empty() {
         return Err(invalid("discovery.configs", "needs at least one pattern"));
     }
@@ -713,8 +817,8 @@ mod tests {
         assert_eq!(config.branch_prefix, "klaud/auto-");
         assert_eq!(config.state_branch, "klaud/state");
         assert_eq!(config.workflows.planner_job, "Run candidate {id}");
-        assert_eq!(config.workflows.smoke, "e2e-tests.yml");
-        assert_eq!(config.workflows.sweep, "run-sweep.yml");
+        assert_eq!(config.workflows.smoke.as_deref(), Some("e2e-tests.yml"));
+        assert_eq!(config.workflows.sweep.as_deref(), Some("run-sweep.yml"));
         assert_eq!(config.labels.handoff, "klaud-handoff");
         assert_eq!(
             config.labels.sweep,
@@ -868,6 +972,42 @@ mod tests {
         assert_eq!(policy.cooldown_overrides[&Outcome::MissingAssets], 3.0);
         assert_eq!(policy.status_label(StatusLabel::Error), "bot-error");
         assert_eq!(policy.status_label(StatusLabel::Parked), "klaud-parked");
+    }
+
+    #[test]
+    fn the_issues_source_is_one_choice_with_its_label_families_and_priorities() {
+        let config = parse_config(
+            "discovery:\n  source: issues\n  issues:\n    label: agent\n    priority-labels: [P0, P1]\n",
+        )
+        .unwrap();
+        assert_eq!(config.discovery.source, DiscoverySource::Issues);
+        assert_eq!(config.discovery.issues.label, "agent");
+        assert_eq!(config.discovery.issues.family_labels, "area:*");
+        assert_eq!(
+            Config::default().discovery.source,
+            DiscoverySource::InferencexConfigs
+        );
+        for (text, key) in [
+            ("discovery:\n  source: tickets\n", "discovery.source"),
+            (
+                "discovery:\n  issues:\n    lable: x\n",
+                "discovery.issues.lable",
+            ),
+            (
+                "discovery:\n  issues:\n    label: ' '\n",
+                "discovery.issues.label",
+            ),
+            (
+                "discovery:\n  issues:\n    family-labels: ''\n",
+                "discovery.issues.family-labels",
+            ),
+            (
+                "discovery:\n  issues:\n    priority-labels: [P0, p0]\n",
+                "discovery.issues.priority-labels",
+            ),
+        ] {
+            assert_eq!(parse_config(text).unwrap_err().key, key, "{text}");
+        }
     }
 
     #[test]

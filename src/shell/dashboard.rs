@@ -26,7 +26,7 @@ use crate::core::dashboard::{SteeringChanges, dashboard_write};
 use crate::core::ledger::Ledger;
 use crate::core::plan::{ActionGroup, LedgerExpectation};
 use crate::core::policy::Policy;
-use crate::core::snapshot::{Listed, PullRequestFact};
+use crate::core::snapshot::{Listed, PullRequestFact, ReadFailure};
 use crate::core::status::{KlaudPullRequest, StatusReport};
 use crate::shell::execute::{Clearance, ExecuteSettings, GroupRecord, execute};
 use crate::shell::github::GitHubConnection;
@@ -159,7 +159,7 @@ async fn judge(
             let permission = client
                 .collaborator_permission(&account)
                 .await
-                .map_err(|error| error.to_string());
+                .map_err(|error| ReadFailure::new(error.to_string()));
             (account, permission)
         })
         .buffer_unordered(PERMISSION_READS_AT_ONCE)

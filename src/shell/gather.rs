@@ -24,9 +24,10 @@ use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::github_state::RunStatus;
 use crate::core::policy::Policy;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
+use crate::core::session::request::issue_task;
 use crate::core::snapshot::{
-    CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed, PullRequestFact, Read,
-    RefFact, RunFact, RunState, Snapshot,
+    CandidateIssue, CommitFact, CommitsFact, DetailRequests, IssueFact, JobFact, Listed,
+    PullRequestFact, Read, ReadFailure, RefFact, RunFact, RunState, Snapshot,
 };
 use crate::core::text::bounded;
 use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
@@ -168,7 +169,7 @@ async fn active_runs_and_planner_jobs(
             .run_jobs(id)
             .await
             .map(|jobs| jobs.iter().map(job_fact).collect())
-            .map_err(|error| describe(&error));
+            .map_err(|error| failed_read(&error));
         (id, jobs)
     }))
     .buffer_unordered(READ_CONCURRENCY)
@@ -240,6 +241,29 @@ enum Detail {
     Jobs(u64, Read<Vec<JobFact>>),
     Sweeps(String, Read<Listed<RunFact>>),
     DefaultBranch(Read<String>),
+    CandidateIssue(String, Read<CandidateIssue>),
+}
+
+/// The issue candidate `id` came from: its record on the state branch, then the issue's state.
+async fn candidate_issue(client: &GitHubClient, policy: &Policy, id: &str) -> Read<CandidateIssue> {
+    let store = LedgerStore::new(client, &policy.state_branch);
+    let record = store
+        .read_record(id)
+        .await
+        .map_err(|error| ReadFailure::new(bounded(&error.to_string(), 300)))?;
+    let Some(number) = record
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|record| issue_task(&record))
+        .map(|task| task.number)
+    else {
+        return Ok(CandidateIssue::NoIssue);
+    };
+    match client.standalone_issue(number).await {
+        Ok(Some(issue)) if issue.state.is_open() => Ok(CandidateIssue::Open(number)),
+        Ok(Some(_)) => Ok(CandidateIssue::Closed(number)),
+        Ok(None) => Err(ReadFailure::new(format!("issue #{number} does not exist"))),
+        Err(error) => Err(failed_read(&error)),
+    }
 }
 
 async fn read_details(
@@ -259,7 +283,7 @@ async fn read_details(
                     ended_at: run.updated_at,
                 }),
                 Err(error) if error.is_not_found() => Ok(RunState::Missing),
-                Err(error) => Err(describe(&error)),
+                Err(error) => Err(failed_read(&error)),
             };
             Detail::Run(id, state)
         }));
@@ -270,22 +294,35 @@ async fn read_details(
                 .run_jobs(id)
                 .await
                 .map(|jobs| jobs.iter().map(job_fact).collect());
-            Detail::Jobs(id, jobs.map_err(|error| describe(&error)))
+            Detail::Jobs(id, jobs.map_err(|error| failed_read(&error)))
         }));
     }
     for branch in needs.sweeps {
+        let Some(sweep) = &policy.sweep_workflow else {
+            // No sweep workflow: no sweep runs, and no read.
+            reads.push(Box::pin(async move {
+                Detail::Sweeps(branch, Ok(Listed::complete(Vec::new())))
+            }));
+            continue;
+        };
         let filter = RunFilter {
             branch: Some(branch.clone()),
-            ..RunFilter::workflow(&policy.sweep_workflow)
+            ..RunFilter::workflow(sweep)
         };
         reads.push(Box::pin(async move {
             let listed = match client.workflow_runs(&filter).await {
                 Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
                 // A workflow file that does not exist has no runs.
                 Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
-                Err(error) => Err(describe(&error)),
+                Err(error) => Err(failed_read(&error)),
             };
             Detail::Sweeps(branch, listed)
+        }));
+    }
+    for id in needs.candidate_issues {
+        reads.push(Box::pin(async move {
+            let issue = candidate_issue(client, policy, &id).await;
+            Detail::CandidateIssue(id, issue)
         }));
     }
     if needs.default_branch {
@@ -294,7 +331,7 @@ async fn read_details(
                 .repository_info()
                 .await
                 .map(|repository| repository.default_branch);
-            Detail::DefaultBranch(branch.map_err(|error| describe(&error)))
+            Detail::DefaultBranch(branch.map_err(|error| failed_read(&error)))
         }));
     }
     let batch = DetailBatch {
@@ -329,6 +366,9 @@ async fn read_details(
                 snapshot.sweeps.insert(branch, runs);
             }
             Detail::DefaultBranch(branch) => snapshot.default_branch = Some(branch),
+            Detail::CandidateIssue(id, issue) => {
+                snapshot.candidate_issues.insert(id, issue);
+            }
         }
     }
 }
@@ -351,7 +391,7 @@ async fn take_batch(
             Err(error) => {
                 snapshot
                     .branch_pull_requests
-                    .insert(branch, Err(describe(&error)));
+                    .insert(branch, Err(failed_read(&error)));
                 continue;
             }
         };
@@ -380,7 +420,7 @@ async fn take_batch(
             let issue = detail
                 .as_ref()
                 .map(|detail| issue_fact(number, detail.issue.clone()))
-                .map_err(describe);
+                .map_err(failed_read);
             snapshot.issues.insert(number, issue);
         }
         if commits.contains(&number) {
@@ -392,7 +432,7 @@ async fn take_batch(
                         .insert(number, Ok(commits_fact(&detail.commits)));
                 }
                 Err(error) => {
-                    snapshot.commits.insert(number, Err(describe(&error)));
+                    snapshot.commits.insert(number, Err(failed_read(&error)));
                 }
             }
         }
@@ -406,7 +446,7 @@ async fn take_batch(
                     complete: commits.len() < LISTED_COMMITS_CAP,
                     commits: commits.into_iter().map(commit_fact).collect(),
                 });
-            (number, commits.map_err(|error| describe(&error)))
+            (number, commits.map_err(|error| failed_read(&error)))
         }))
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
@@ -415,7 +455,7 @@ async fn take_batch(
     for (sha, message) in answers.commit_messages {
         snapshot
             .commit_messages
-            .insert(sha, message.map_err(|error| describe(&error)));
+            .insert(sha, message.map_err(|error| failed_read(&error)));
     }
 }
 
@@ -529,4 +569,9 @@ pub async fn branch_pull_requests(
 
 pub fn describe(error: &GitHubError) -> String {
     bounded(&error.to_string(), 300)
+}
+
+/// A failed read as the snapshot keeps it.
+pub fn failed_read(error: &GitHubError) -> ReadFailure {
+    ReadFailure::new(describe(error))
 }

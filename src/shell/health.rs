@@ -32,7 +32,7 @@ impl HealthSnapshot {
         HealthFacts {
             pulls: &self.pulls,
             jobs: &self.jobs,
-            sweep_workflow: &policy.sweep_workflow,
+            sweep_workflow: policy.sweep_workflow.as_deref(),
         }
     }
 }
@@ -97,7 +97,11 @@ pub async fn health_of_open(
     open: &OpenPullRequests,
 ) -> HealthSnapshot {
     let pulls = klaud_pull_request_checks(open, client.repository(), policy);
-    let runs = runs_to_read(&pulls.items, &policy.sweep_workflow, &policy.health);
+    let runs = runs_to_read(
+        &pulls.items,
+        policy.sweep_workflow.as_deref(),
+        &policy.health,
+    );
     let jobs = futures::stream::iter(runs.into_iter().map(|run| async move {
         let jobs = client.sweep_run_jobs(run).await.unwrap_or_else(|error| {
             Listed::failed(format!("the jobs of run {run} could not be read: {error}"))

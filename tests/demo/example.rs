@@ -1,5 +1,7 @@
 //! `cargo run --example demo`: one wave of klaud against an in-process fake GitHub, told step by
-//! step (the wave itself is `tests/demo/mod.rs`).
+//! step (the wave itself is `tests/demo/mod.rs`). `cargo run --example demo -- --issues` runs
+//! the wave of a repository whose maintainers hand work to the agent by labelling issues instead
+//! (`tests/issues_wave/mod.rs`).
 //!
 //! The demo runs the real `klaud` binary, as a workflow step would. Cargo does not build a
 //! package's binaries for its examples, so the demo first runs `cargo build --bin klaud` with
@@ -14,6 +16,8 @@ use klaud_fake_github as fake_github;
 #[allow(clippy::duplicate_mod)]
 #[path = "../github_mode_support/mod.rs"]
 mod github_mode_support;
+#[path = "../issues_wave/mod.rs"]
+mod issues_wave;
 #[path = "../recover_support/mod.rs"]
 mod recover_support;
 #[path = "mod.rs"]
@@ -80,7 +84,14 @@ fn main() -> ExitCode {
     // `CARGO_BIN_EXE_klaud`, as it does under `cargo test`.
     unsafe { std::env::set_var("CARGO_BIN_EXE_klaud", &binary) };
     let started = Instant::now();
-    wave::run_wave(true);
+    if std::env::args()
+        .skip(1)
+        .any(|argument| argument == "--issues")
+    {
+        issues_wave::run_issue_wave(true);
+    } else {
+        wave::run_wave(true);
+    }
     println!();
     println!(
         "(the wave took {:.1} s: every step above is the klaud binary against the fake)",

@@ -9,9 +9,9 @@ use super::clock::{MINUTE, Timestamp};
 use super::git::{NewCommit, identity_for_login};
 use super::prng::fingerprint;
 use super::state::{
-    BodyEdit, CommitStatus, GitIdentity, Issue, IssueComment, Job, Label, Mergeability, NextIds,
-    Organization, PullRequest, PullState, RepoState, Role, Workflow, WorkflowRun,
-    hosted_runner_labels,
+    BodyEdit, CommitStatus, GitIdentity, Issue, IssueComment, Job, Label, LabelEvent, Lock,
+    Mergeability, NextIds, Organization, PullRequest, PullState, RepoState, Role, Workflow,
+    WorkflowRun, hosted_runner_labels,
 };
 
 /// The color GitHub gives a label created without one.
@@ -257,6 +257,7 @@ impl RepoState {
             pulls: BTreeMap::new(),
             issues: BTreeMap::new(),
             body_edits: BTreeMap::new(),
+            label_events: BTreeMap::new(),
             collaborators: BTreeMap::new(),
             topics: Vec::new(),
             organization: None,
@@ -379,7 +380,42 @@ impl RepoState {
                 lock: None,
             },
         );
+        let author = self.issues[&number].author.clone();
+        let events = self.issues[&number]
+            .labels
+            .iter()
+            .map(|label| LabelEvent {
+                labeled: true,
+                label: label.clone(),
+                actor: Some(author.clone()),
+                at: created_at,
+            })
+            .collect();
+        self.label_events.insert(number, events);
         number
+    }
+
+    /// `actor` adds `label` to issue or pull request `number` now (a `LabeledEvent`, also when
+    /// the label is already there: GitHub records none then, and neither does this).
+    pub fn label_issue(&mut self, number: u64, label: &str, actor: &str) {
+        let mut labels = self.labels_of(number).cloned().expect("an issue");
+        labels.push(label.to_string());
+        self.set_labels_by(number, labels, actor);
+    }
+
+    /// `actor` removes `label` from issue or pull request `number` now (an `UnlabeledEvent`).
+    pub fn unlabel_issue(&mut self, number: u64, label: &str, actor: &str) {
+        let labels = self.labels_of(number).cloned().expect("an issue");
+        let kept = labels
+            .into_iter()
+            .filter(|kept| !kept.eq_ignore_ascii_case(label))
+            .collect();
+        self.set_labels_by(number, kept, actor);
+    }
+
+    /// Locks issue `number`'s conversation.
+    pub fn lock_issue(&mut self, number: u64) {
+        self.issues.get_mut(&number).expect("an issue").lock = Some(Lock { reason: None });
     }
 
     /// Replaces the body of issue or pull request `number` as `editor` did it, recording the

@@ -293,7 +293,7 @@ async fn update_issue(
         change_issue_state(&mut state, number, &update, &context.login)?;
     }
     if let Some(names) = labels {
-        set_labels(&mut state, number, names);
+        state.set_labels_by(number, names, &context.login);
     }
     if let Some(title) = update.title {
         let now = state.now();
@@ -395,20 +395,6 @@ fn label_names(body: &Value) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-fn set_labels(state: &mut RepoState, number: u64, names: Vec<String>) {
-    for name in &names {
-        state.ensure_label(name);
-    }
-    if let Some(labels) = state.labels_of_mut(number) {
-        labels.clear();
-        for name in names {
-            if !labels.contains(&name) {
-                labels.push(name);
-            }
-        }
-    }
-}
-
 /// The labels of issue or pull request `number` (404 when there is none).
 fn labels_of(state: &RepoState, number: u64, doc: &'static str) -> Result<Vec<String>, ApiError> {
     state
@@ -457,7 +443,7 @@ async fn add_labels(
     let mut state = shared.repo();
     let mut labels = labels_of(&state, number, docs::LABELS)?;
     labels.extend(names);
-    set_labels(&mut state, number, labels);
+    state.set_labels_by(number, labels, &context.login);
     labels_answer(&state, number, &context, None)
 }
 
@@ -471,15 +457,19 @@ async fn replace_labels(
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
     find_issue(&state, number, docs::LABELS)?;
-    set_labels(&mut state, number, names);
+    state.set_labels_by(number, names, &context.login);
     labels_answer(&state, number, &context, None)
 }
 
-async fn remove_all_labels(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
+async fn remove_all_labels(
+    State(shared): State<Shared>,
+    Extension(context): Extension<RequestContext>,
+    Path(params): Params,
+) -> ApiResult {
     let number = number_param(&params, "number")?;
     let mut state = shared.repo();
     find_issue(&state, number, docs::LABELS)?;
-    set_labels(&mut state, number, Vec::new());
+    state.set_labels_by(number, Vec::new(), &context.login);
     Ok(empty_response(204))
 }
 
@@ -503,7 +493,7 @@ async fn remove_label(
         .into_iter()
         .filter(|label| !label.eq_ignore_ascii_case(&name))
         .collect();
-    set_labels(&mut state, number, kept);
+    state.set_labels_by(number, kept, &context.login);
     labels_answer(&state, number, &context, None)
 }
 

@@ -41,6 +41,10 @@ pub struct RepoState {
     /// body is first edited, then the original and every edit (GitHub's `userContentEdits`).
     #[serde(default)]
     pub body_edits: BTreeMap<u64, Vec<BodyEdit>>,
+    /// Issue or pull request number → every change of its labels, oldest first (GitHub's
+    /// `LabeledEvent` and `UnlabeledEvent` on the issue timeline).
+    #[serde(default)]
+    pub label_events: BTreeMap<u64, Vec<LabelEvent>>,
     /// Login → the account's role on the repository; an account not listed has no access.
     #[serde(default)]
     pub collaborators: BTreeMap<String, Role>,
@@ -264,6 +268,17 @@ pub struct Issue {
     pub closed_by: Option<String>,
     #[serde(default)]
     pub lock: Option<Lock>,
+}
+
+/// One change of an issue's labels: a label added (`LabeledEvent`) or removed
+/// (`UnlabeledEvent`), by whom and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabelEvent {
+    pub labeled: bool,
+    pub label: String,
+    /// `None` for an account GitHub no longer knows.
+    pub actor: Option<String>,
+    pub at: Timestamp,
 }
 
 /// One revision of an issue's (or pull request's) body: who wrote it, when, and its full text
@@ -505,6 +520,46 @@ impl RepoState {
         for labels in pulls.chain(issues) {
             labels.retain(|label| label != name);
         }
+    }
+
+    /// Sets the labels of issue or pull request `number` as `actor` does (each name once, in
+    /// order; names compared without case, as GitHub does), recording a `LabeledEvent` for each
+    /// label added and an `UnlabeledEvent` for each removed. False when there is no such number.
+    pub fn set_labels_by(&mut self, number: u64, names: Vec<String>, actor: &str) -> bool {
+        let Some(before) = self.labels_of(number).cloned() else {
+            return false;
+        };
+        let mut after: Vec<String> = Vec::new();
+        for name in names {
+            if !after.iter().any(|kept| kept.eq_ignore_ascii_case(&name)) {
+                after.push(name);
+            }
+        }
+        let at = self.now();
+        let has = |list: &[String], name: &str| list.iter().any(|l| l.eq_ignore_ascii_case(name));
+        let mut events: Vec<LabelEvent> = Vec::new();
+        for removed in before.iter().filter(|name| !has(&after, name)) {
+            events.push(LabelEvent {
+                labeled: false,
+                label: removed.clone(),
+                actor: Some(actor.to_string()),
+                at,
+            });
+        }
+        for added in after.iter().filter(|name| !has(&before, name)) {
+            events.push(LabelEvent {
+                labeled: true,
+                label: added.clone(),
+                actor: Some(actor.to_string()),
+                at,
+            });
+        }
+        for name in &after {
+            self.ensure_label(name);
+        }
+        *self.labels_of_mut(number).expect("found above") = after;
+        self.label_events.entry(number).or_default().extend(events);
+        true
     }
 
     /// Sets the `updated_at` of issue or pull request `number` to now.

@@ -420,6 +420,8 @@ pub(super) fn pull_request_and_issue(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
+        // The detail query reads no description; `finish` reads it by REST before it writes one.
+        body: None,
         user: login(node.get("author")),
         head: PullRequestBranch {
             branch: text(node, "headRefName")?.to_string(),

@@ -22,6 +22,27 @@ pub const CONVERT_TO_DRAFT: &str = "mutation($id: ID!) { convertPullRequestToDra
 /// last 50), so the newest ones are read whichever order GitHub lists them in; `totalCount` says
 /// how many there are in all.
 pub const ISSUE_EDIT_HISTORY: &str = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { number head: userContentEdits(first: 50) { totalCount nodes { editedAt editor { login } diff } } tail: userContentEdits(last: 50) { totalCount nodes { editedAt editor { login } diff } } } } }";
+/// The label events of an issue's timeline, as both queries below read them.
+macro_rules! label_events {
+    () => {
+        "timelineItems(itemTypes: [LABELED_EVENT, UNLABELED_EVENT], last: 100, before: $before) { totalCount pageInfo { hasPreviousPage startCursor } nodes { __typename ... on LabeledEvent { createdAt actor { __typename login } label { name } } ... on UnlabeledEvent { createdAt actor { __typename login } label { name } } } }"
+    };
+}
+/// The open issues carrying one of `$labels` (never pull requests: GraphQL's `issues` holds
+/// none), 100 a page oldest first from `$after`, each with its labels and its newest 100 label
+/// events (`$before` is null here; it is the same selection as [`ISSUE_LABEL_EVENTS`]).
+pub const LABELLED_ISSUES: &str = concat!(
+    "query($owner: String!, $name: String!, $labels: [String!], $after: String, $before: String) { repository(owner: $owner, name: $name) { issues(first: 100, after: $after, labels: $labels, states: [OPEN], orderBy: {field: CREATED_AT, direction: ASC}) { totalCount pageInfo { hasNextPage endCursor } nodes { number title body url createdAt locked author { __typename login } labels(first: 100) { nodes { name } } ",
+    label_events!(),
+    " } } } }"
+);
+/// One issue's label events older than `$before`, 100 at a time: for an issue whose newest 100
+/// do not show who applied the label last.
+pub const ISSUE_LABEL_EVENTS: &str = concat!(
+    "query($owner: String!, $name: String!, $number: Int!, $before: String) { repository(owner: $owner, name: $name) { issue(number: $number) { ",
+    label_events!(),
+    " } } }"
+);
 pub const UPDATE_REFS: &str =
     "mutation($input: UpdateRefsInput!) { updateRefs(input: $input) { clientMutationId } }";
 

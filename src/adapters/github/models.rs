@@ -57,6 +57,9 @@ pub struct PullRequest {
     pub draft: bool,
     #[serde(default)]
     pub title: String,
+    /// `None` when the pull request has no description.
+    #[serde(default)]
+    pub body: Option<String>,
     pub user: Option<Account>,
     pub head: PullRequestBranch,
     pub base: PullRequestBranch,

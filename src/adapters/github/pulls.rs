@@ -117,6 +117,22 @@ impl GitHubClient {
         Ok(())
     }
 
+    /// Replaces a pull request's body (PATCH, idempotent).
+    pub async fn update_pull_request_body(
+        &self,
+        number: u64,
+        body: &str,
+    ) -> Result<(), GitHubError> {
+        let path = self.repo_path(&format!("/pulls/{number}"));
+        self.send_write(ApiRequest::write(
+            Method::PATCH,
+            &path,
+            Some(json!({"body": body})),
+        ))
+        .await?;
+        Ok(())
+    }
+
     /// Adds labels (POST, but adding a present label changes nothing, so it may be repeated).
     pub async fn add_labels(&self, number: u64, labels: &[String]) -> Result<(), GitHubError> {
         let path = self.repo_path(&format!("/issues/{number}/labels"));

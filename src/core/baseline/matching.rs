@@ -205,14 +205,7 @@ pub fn project_producer_entry(
     let Value::Object(fields) = entry else {
         return Err(missing("entry"));
     };
-    let concurrencies: Vec<u64> = match fields.get("conc") {
-        Some(Value::Array(values)) => values
-            .iter()
-            .map(|value| whole_number(value).ok_or_else(|| missing("conc")))
-            .collect::<Result<_, _>>()?,
-        Some(value) => vec![whole_number(value).ok_or_else(|| missing("conc"))?],
-        None => return Err(missing("conc")),
-    };
+    let concurrencies = entry_concurrencies(fields)?;
     let spec_decoding = match fields.get("spec-decoding") {
         None | Some(Value::Null) => String::new(),
         Some(_) => text(fields, "spec-decoding")?,
@@ -244,32 +237,10 @@ pub fn project_producer_entry(
             decode,
         })
     };
-    let mut encodings: Vec<WorkloadIdentity> = Vec::new();
-    if fields.contains_key("tp") {
-        let engine = RoleShape {
-            tensor_parallel: number(fields, "tp")?,
-            expert_parallel: number_or(fields, "ep", 1)?,
-            data_parallel_attention: flag_or(fields, "dp-attn", false)?,
-            workers: 0,
-        };
-        encodings.push(base(declared_disaggregated, engine, engine)?);
-    } else {
-        let prefill = role_of_entry(fields, "prefill")?;
-        let decode = role_of_entry(fields, "decode")?;
-        let aggregate = !declared_disaggregated || decode.workers == 0;
-        if aggregate {
-            encodings.push(base(false, prefill, prefill)?);
-            if prefill.workers == 1 {
-                let single_node = RoleShape {
-                    workers: 0,
-                    ..prefill
-                };
-                encodings.push(base(false, single_node, single_node)?);
-            }
-        } else {
-            encodings.push(base(true, prefill, decode)?);
-        }
-    }
+    let encodings: Vec<WorkloadIdentity> = entry_shapes(fields, declared_disaggregated)?
+        .into_iter()
+        .map(|(disaggregated, prefill, decode)| base(disaggregated, prefill, decode))
+        .collect::<Result<_, _>>()?;
     let identities = concurrencies
         .iter()
         .flat_map(|concurrency| {
@@ -284,6 +255,50 @@ pub fn project_producer_entry(
         _ => None,
     };
     Ok(ProjectedEntry { identities, image })
+}
+
+/// An entry's concurrencies: `conc`, one number or a list of them.
+fn entry_concurrencies(fields: &Map<String, Value>) -> Result<Vec<u64>, ProjectionError> {
+    match fields.get("conc") {
+        Some(Value::Array(values)) => values
+            .iter()
+            .map(|value| whole_number(value).ok_or_else(|| missing("conc")))
+            .collect(),
+        Some(value) => Ok(vec![whole_number(value).ok_or_else(|| missing("conc"))?]),
+        None => Err(missing("conc")),
+    }
+}
+
+/// The shapes an entry may be published as, each (disaggregated, prefill, decode): a single-node
+/// entry's one engine; a multi-node entry disaggregated, or aggregated (and, with one prefill
+/// worker, also as the single-node shape it is published as).
+fn entry_shapes(
+    fields: &Map<String, Value>,
+    declared_disaggregated: bool,
+) -> Result<Vec<(bool, RoleShape, RoleShape)>, ProjectionError> {
+    if fields.contains_key("tp") {
+        let engine = RoleShape {
+            tensor_parallel: number(fields, "tp")?,
+            expert_parallel: number_or(fields, "ep", 1)?,
+            data_parallel_attention: flag_or(fields, "dp-attn", false)?,
+            workers: 0,
+        };
+        return Ok(vec![(declared_disaggregated, engine, engine)]);
+    }
+    let prefill = role_of_entry(fields, "prefill")?;
+    let decode = role_of_entry(fields, "decode")?;
+    if declared_disaggregated && decode.workers != 0 {
+        return Ok(vec![(true, prefill, decode)]);
+    }
+    let mut shapes = vec![(false, prefill, prefill)];
+    if prefill.workers == 1 {
+        let single_node = RoleShape {
+            workers: 0,
+            ..prefill
+        };
+        shapes.push((false, single_node, single_node));
+    }
+    Ok(shapes)
 }
 
 fn role_of_entry(fields: &Map<String, Value>, role: &str) -> Result<RoleShape, ProjectionError> {

@@ -37,7 +37,7 @@ use super::{Deferral, DeferralCode};
 use crate::core::candidate::{Baseline, Candidate, ProducerCall};
 use crate::core::discovery::catalog::{CatalogRow, read_catalog};
 use crate::core::discovery::observation::normalise_image;
-use crate::core::review::{ReviewInput, ReviewVerdict};
+use crate::core::review::{HeldBack, Review, ReviewInput, ReviewVerdict};
 
 /// The fields a published row must share with the source, compared exactly as JSON (`false` is
 /// not `0`); the image is compared normalised besides.
@@ -148,15 +148,9 @@ pub struct CandidatePlans {
     pub invalid_review: Option<String>,
 }
 
-/// What the review lets through, and the display model of each discovered candidate that
-/// proceeds. `sources` holds each candidate's [`discovered_source`] (already checked).
-pub fn plan_candidates(
-    candidates: &[Candidate],
-    sources: &[Option<DiscoveredSource>],
-    review: &ReviewInput,
-    models: &BTreeMap<String, String>,
-) -> CandidatePlans {
-    let invalid = |message: String| CandidatePlans {
+/// Every candidate deferred because the review is invalid.
+fn invalid_review_plans(candidates: &[Candidate], message: String) -> CandidatePlans {
+    CandidatePlans {
         plans: candidates
             .iter()
             .map(|_| {
@@ -167,31 +161,95 @@ pub fn plan_candidates(
             })
             .collect(),
         invalid_review: Some(message),
-    };
-    let review = match review {
-        ReviewInput::Absent => None,
-        ReviewInput::Invalid { message } => return invalid(message.clone()),
-        ReviewInput::Decisions(review) => Some(review),
-    };
-    // A proceed must name a display model the configuration does not know.
-    if let Some(review) = review {
-        for (candidate, source) in candidates.iter().zip(sources) {
+    }
+}
+
+/// Why the review is invalid for discovery: a proceed for a discovered candidate that names no
+/// display model the configuration does not know either.
+fn proceed_without_display_model(
+    candidates: &[Candidate],
+    sources: &[Option<DiscoveredSource>],
+    review: &Review,
+    models: &BTreeMap<String, String>,
+) -> Option<String> {
+    candidates
+        .iter()
+        .zip(sources)
+        .find_map(|(candidate, source)| {
             let (Some(source), Some(decision)) = (source, review.decision(&candidate.id)) else {
-                continue;
+                return None;
             };
-            if decision.verdict == ReviewVerdict::Proceed
+            (decision.verdict == ReviewVerdict::Proceed
                 && decision.baseline_model.is_none()
-                && !models.contains_key(source.model())
-            {
-                return invalid(format!(
+                && !models.contains_key(source.model()))
+            .then(|| {
+                format!(
                     "decisions[{}].baseline-model: the proceed for discovered candidate '{}' \
-                     must name the display model of model '{}' (discovery.models names none)",
+                 must name the display model of model '{}' (discovery.models names none)",
                     decision.index,
                     candidate.id,
                     source.model()
-                ));
-            }
+                )
+            })
+        })
+}
+
+/// One candidate's plan, once the review is valid: held back, as given (not discovered), or
+/// resolved with the display model the review names, else the configuration's.
+fn plan_candidate(
+    candidate: &Candidate,
+    source: Option<&DiscoveredSource>,
+    review: Option<&Review>,
+    held_back: &BTreeMap<String, HeldBack>,
+    models: &BTreeMap<String, String>,
+) -> CandidatePlan {
+    if let Some(held) = held_back.get(&candidate.id) {
+        return CandidatePlan::Deferred(Deferral::with_detail(
+            DeferralCode::NotProceeding,
+            &held.message,
+        ));
+    }
+    let Some(source) = source else {
+        return CandidatePlan::AsGiven;
+    };
+    let named = review
+        .and_then(|review| review.decision(&candidate.id))
+        .and_then(|decision| decision.baseline_model.clone());
+    match named.or_else(|| models.get(source.model()).cloned()) {
+        Some(display_model) => CandidatePlan::Resolve {
+            source: Box::new(source.clone()),
+            display_model,
+        },
+        None => CandidatePlan::Deferred(Deferral::with_detail(
+            DeferralCode::NoDisplayModel,
+            &format!(
+                "no display model for model '{}': no review names one and \
+                 discovery.models has none",
+                source.model()
+            ),
+        )),
+    }
+}
+
+/// What the review lets through, and the display model of each discovered candidate that
+/// proceeds. `sources` holds each candidate's [`discovered_source`] (already checked).
+pub fn plan_candidates(
+    candidates: &[Candidate],
+    sources: &[Option<DiscoveredSource>],
+    review: &ReviewInput,
+    models: &BTreeMap<String, String>,
+) -> CandidatePlans {
+    let review = match review {
+        ReviewInput::Absent => None,
+        ReviewInput::Invalid { message } => {
+            return invalid_review_plans(candidates, message.clone());
         }
+        ReviewInput::Decisions(review) => Some(review),
+    };
+    if let Some(message) =
+        review.and_then(|review| proceed_without_display_model(candidates, sources, review, models))
+    {
+        return invalid_review_plans(candidates, message);
     }
     let held_back = review
         .map(|review| review.held_back(candidates))
@@ -200,32 +258,7 @@ pub fn plan_candidates(
         .iter()
         .zip(sources)
         .map(|(candidate, source)| {
-            if let Some(held) = held_back.get(&candidate.id) {
-                return CandidatePlan::Deferred(Deferral::with_detail(
-                    DeferralCode::NotProceeding,
-                    &held.message,
-                ));
-            }
-            let Some(source) = source else {
-                return CandidatePlan::AsGiven;
-            };
-            let named = review
-                .and_then(|review| review.decision(&candidate.id))
-                .and_then(|decision| decision.baseline_model.clone());
-            match named.or_else(|| models.get(source.model()).cloned()) {
-                Some(display_model) => CandidatePlan::Resolve {
-                    source: Box::new(source.clone()),
-                    display_model,
-                },
-                None => CandidatePlan::Deferred(Deferral::with_detail(
-                    DeferralCode::NoDisplayModel,
-                    &format!(
-                        "no display model for model '{}': no review names one and \
-                         discovery.models has none",
-                        source.model()
-                    ),
-                )),
-            }
+            plan_candidate(candidate, source.as_ref(), review, &held_back, models)
         })
         .collect();
     CandidatePlans {
@@ -279,18 +312,27 @@ pub fn family_rows(
     Ok(matched)
 }
 
+/// Why a published row names no producer run of this repository.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnprovenRow {
+    #[error("the row has no run_url")]
+    NoRunUrl,
+    #[error(
+        "run_url '{url}' is not a run of {repository} \
+         (https://github.com/{repository}/actions/runs/<id>[/attempts/<n>])"
+    )]
+    NotARunOfThisRepository { url: String, repository: String },
+}
+
 /// The producer run of a published row: the id in its `run_url`, which must be a run of
 /// `repository` (`owner/name`).
-pub fn run_of_row(row: &Map<String, Value>, repository: &str) -> Result<u64, String> {
+pub fn run_of_row(row: &Map<String, Value>, repository: &str) -> Result<u64, UnprovenRow> {
     let Some(url) = row.get("run_url").and_then(Value::as_str) else {
-        return Err("the row has no run_url".to_string());
+        return Err(UnprovenRow::NoRunUrl);
     };
-    run_of_url(url, repository).ok_or_else(|| {
-        format!(
-            "run_url '{}' is not a run of {repository} \
-             (https://github.com/{repository}/actions/runs/<id>[/attempts/<n>])",
-            crate::core::text::bounded(url, 120)
-        )
+    run_of_url(url, repository).ok_or_else(|| UnprovenRow::NotARunOfThisRepository {
+        url: crate::core::text::bounded(url, 120),
+        repository: repository.to_string(),
     })
 }
 
@@ -328,22 +370,29 @@ pub fn producer_runs(rows: &[Map<String, Value>], repository: &str) -> Result<Ve
 /// Every head workflow-info names per run (as written: a head is checked when it is used).
 pub type RunHeads = BTreeMap<u64, BTreeSet<String>>;
 
+/// Why a workflow-info answer cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkflowInfoError {
+    #[error("the workflow-info answer is not a JSON object")]
+    NotAnObject,
+    #[error("the workflow-info answer has neither a runConfigs nor a changelogs array")]
+    NoRunList,
+}
+
 /// The runs and heads of a workflow-info answer, in either shape (both when both are there).
-pub fn run_heads(document: &Value) -> Result<RunHeads, String> {
+pub fn run_heads(document: &Value) -> Result<RunHeads, WorkflowInfoError> {
     let shapes = [
         ("runConfigs", "github_run_id", "head_sha"),
         ("changelogs", "workflow_run_id", "head_ref"),
     ];
     let Value::Object(fields) = document else {
-        return Err("the workflow-info answer is not a JSON object".to_string());
+        return Err(WorkflowInfoError::NotAnObject);
     };
     if !shapes
         .iter()
         .any(|(list, _, _)| matches!(fields.get(*list), Some(Value::Array(_))))
     {
-        return Err(
-            "the workflow-info answer has neither a runConfigs nor a changelogs array".into(),
-        );
+        return Err(WorkflowInfoError::NoRunList);
     }
     let mut heads = RunHeads::new();
     for (list, id_field, head_field) in shapes {

@@ -343,7 +343,7 @@ fn a_run_is_read_only_from_a_run_url_of_this_repository() {
         format!("{base}/-1"),
         format!("{base}/abc"),
     ] {
-        let problem = run_of_row(&row(&url), REPOSITORY).unwrap_err();
+        let problem = run_of_row(&row(&url), REPOSITORY).unwrap_err().to_string();
         assert!(
             problem.contains("is not a run of SemiAnalysisAI/InferenceX"),
             "{url}: {problem}"
@@ -351,7 +351,7 @@ fn a_run_is_read_only_from_a_run_url_of_this_repository() {
     }
     assert_eq!(
         run_of_row(&Map::new(), REPOSITORY),
-        Err("the row has no run_url".to_string())
+        Err(UnprovenRow::NoRunUrl)
     );
 }
 

@@ -72,7 +72,7 @@ fn report(ledger: &Ledger) -> StatusReport {
             health: HealthFacts {
                 pulls: &Listed::complete(Vec::new()),
                 jobs: &std::collections::BTreeMap::new(),
-                sweep_workflow: "run-sweep.yml",
+                sweep_workflow: Some("run-sweep.yml"),
             },
         },
         &inferencex_policy(),

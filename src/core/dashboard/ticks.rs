@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::attribution::Attribution;
 use super::checkbox::{BoxKey, ReadBox};
 use crate::core::github_state::RepositoryPermission;
+use crate::core::snapshot::Read;
 use crate::core::steering::{AcceptedRequest, IgnoredTick, Request, Steering};
 
 /// The account name shown for a deleted account.
@@ -77,7 +78,7 @@ pub fn accounts_to_check(attributions: &[Attribution]) -> Vec<String> {
 pub fn judge_ticks(
     changed: &[ReadBox],
     attributions: &[Attribution],
-    permissions: &BTreeMap<String, Result<RepositoryPermission, String>>,
+    permissions: &BTreeMap<String, Read<RepositoryPermission>>,
     steering: &Steering,
 ) -> Vec<JudgedTick> {
     changed
@@ -201,7 +202,7 @@ mod tests {
         let permissions = BTreeMap::from([
             ("ann".to_string(), Ok(RepositoryPermission::Maintain)),
             ("rob".to_string(), Ok(RepositoryPermission::Triage)),
-            ("eve".to_string(), Err("502".to_string())),
+            ("eve".to_string(), Err("502".into())),
         ]);
         let judged = judge_ticks(&boxes, &attributions, &permissions, &Steering::default());
         let verdicts: Vec<&TickVerdict> = judged.iter().map(|tick| &tick.verdict).collect();

@@ -54,11 +54,7 @@ pub fn read_catalog(document: &Value) -> Result<Catalog, NotACatalog> {
     for (index, value) in rows.iter().enumerate() {
         match read_row(index, value) {
             Ok(row) => catalog.rows.push(row),
-            Err(fields) => catalog.invalid.push(InvalidRow {
-                index,
-                fields,
-                published: value.clone(),
-            }),
+            Err(invalid) => catalog.invalid.push(invalid),
         }
     }
     Ok(catalog)
@@ -76,9 +72,14 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// One row, or the names of its fields that are missing or of the wrong type.
-fn read_row(index: usize, value: &Value) -> Result<CatalogRow, Vec<String>> {
+fn read_row(index: usize, value: &Value) -> Result<CatalogRow, InvalidRow> {
+    let invalid = |fields: Vec<String>| InvalidRow {
+        index,
+        fields,
+        published: value.clone(),
+    };
     let Value::Object(fields) = value else {
-        return Err(vec!["(the row is not an object)".to_string()]);
+        return Err(invalid(vec!["(the row is not an object)".to_string()]));
     };
     let mut bad: Vec<String> = Vec::new();
     let mut text = |name: &str| match fields.get(name) {
@@ -118,7 +119,7 @@ fn read_row(index: usize, value: &Value) -> Result<CatalogRow, Vec<String>> {
         bad.push("date".to_string());
     }
     if !bad.is_empty() {
-        return Err(bad);
+        return Err(invalid(bad));
     }
     Ok(CatalogRow {
         index,

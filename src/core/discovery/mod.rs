@@ -11,10 +11,13 @@
 //! held, else it is a candidate with the reference system's id ([`identity`]). The candidates
 //! are shuffled with the planner run as the seed and cut to the review batch.
 
+pub mod batch;
 pub mod catalog;
 pub mod identity;
+pub mod issues;
 pub mod observation;
 pub mod pattern;
+pub mod taken;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,14 +25,15 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use self::batch::{CutItem, count, cut_to_batch, shuffle};
 use self::catalog::{Catalog, CatalogRow};
-use self::identity::{candidate_id, family_id, family_id_of_candidate, identity};
+use self::identity::{candidate_id, identity};
 use self::observation::{ObservationKey, PublishedSpellings, key_of_entry};
-use super::cooldown::{CooldownScope, running_cooldowns};
-use super::ledger::{Ledger, SessionState};
+use self::taken::{FamilyNames, Taken};
+use super::ledger::Ledger;
 use super::policy::Policy;
+use super::select::GitHubFacts;
 use super::select::capacity::CapacityGate;
-use super::select::{GitHubFacts, OpenPullRequest};
 
 /// The smallest and largest review batch (`discovery.review-batch-size`).
 pub const REVIEW_BATCH_LIMITS: (usize, usize) = (1, 256);
@@ -166,12 +170,47 @@ pub struct DiscoveredCandidate {
     pub id: String,
     pub family: String,
     pub base: String,
-    /// The eligible targets the row's hardware matched, when a capacity gate is configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub targets: Option<Vec<String>>,
-    /// The catalog row exactly as published.
-    pub source: Map<String, Value>,
+    /// Where it comes from: a catalog row, or an issue.
+    #[serde(flatten)]
+    pub origin: CandidateOrigin,
     pub branch: String,
+}
+
+/// Where a discovered candidate comes from, as its record carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum CandidateOrigin {
+    /// A row of the public catalog (contract §11).
+    Catalog {
+        /// The eligible targets the row's hardware matched, when a capacity gate is configured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        targets: Option<Vec<String>>,
+        /// The catalog row exactly as published.
+        source: Map<String, Value>,
+    },
+    /// A labelled issue (contract §13).
+    Issue {
+        issue: issues::IssueRecord,
+        task: issues::Task,
+    },
+}
+
+impl DiscoveredCandidate {
+    /// The catalog row it comes from, if it does.
+    pub fn source(&self) -> Option<&Map<String, Value>> {
+        match &self.origin {
+            CandidateOrigin::Catalog { source, .. } => Some(source),
+            CandidateOrigin::Issue { .. } => None,
+        }
+    }
+
+    /// The eligible targets of its row, when a capacity gate is configured.
+    pub fn targets(&self) -> Option<&[String]> {
+        match &self.origin {
+            CandidateOrigin::Catalog { targets, .. } => targets.as_deref(),
+            CandidateOrigin::Issue { .. } => None,
+        }
+    }
 }
 
 /// One family's fate.
@@ -224,201 +263,17 @@ impl Discovery {
     }
 }
 
-/// How one family is named by what is recorded elsewhere: its name, the family part of the
-/// ids discovered for it, and the reference system's coarse ids of its keys.
-struct FamilyNames {
-    id16: String,
-    coarse: BTreeSet<String>,
-}
-
-impl FamilyNames {
-    fn new(family: &Family) -> Self {
-        let coarse = match &family.rendering {
-            Rendering::Keys(keys) => keys
-                .iter()
-                .map(|key| identity(&key.coarse())[..16].to_string())
-                .collect(),
-            Rendering::Unrenderable { .. } => BTreeSet::new(),
-        };
-        FamilyNames {
-            id16: family_id(&family.name),
-            coarse,
-        }
-    }
-
-    /// True when a record of `candidate` (whose family the record names as `family`, if it
-    /// does) is one of this family's.
-    fn names(&self, name: &str, candidate: &str, family: Option<&str>) -> bool {
-        family == Some(name)
-            || family_id_of_candidate(candidate) == Some(self.id16.as_str())
-            || self.coarse.contains(candidate)
-    }
-}
-
-/// Who holds what, read once from the snapshot.
-struct Taken<'a> {
-    snapshot: DiscoverySnapshot<'a>,
-    run: &'a DiscoveryRun<'a>,
-    /// Candidates of klaud's open pull requests: (number, candidate).
-    pull_requests: Vec<(u64, String)>,
-    /// Candidates whose branch exists, with the branch.
-    branches: Vec<(String, String)>,
-    /// The family the ledger records for a candidate.
-    family_of_candidate: BTreeMap<&'a str, &'a str>,
-}
-
-impl<'a> Taken<'a> {
-    fn new(snapshot: DiscoverySnapshot<'a>, run: &'a DiscoveryRun<'a>) -> Self {
-        let prefixes: Vec<&str> = std::iter::once(run.policy.branch_prefix.as_str())
-            .chain(run.legacy_branch_prefixes.iter().map(String::as_str))
-            .collect();
-        let candidate_of = |branch: &str| -> Option<String> {
-            prefixes
-                .iter()
-                .find_map(|prefix| branch.strip_prefix(prefix))
-                .filter(|id| !id.is_empty())
-                .map(str::to_string)
-        };
-        let pull_requests = snapshot
-            .github
-            .open_pull_requests
-            .items
+/// How the family is named by what is recorded elsewhere: its name, the family part of its
+/// discovered ids and the reference system's coarse ids of its keys.
+fn names_of(family: &Family) -> FamilyNames {
+    let coarse = match &family.rendering {
+        Rendering::Keys(keys) => keys
             .iter()
-            .filter(|pull| own_head(pull, &snapshot.github.repository))
-            .filter_map(|pull| candidate_of(&pull.head_branch).map(|id| (pull.number, id)))
-            .collect();
-        let branches = snapshot
-            .github
-            .candidate_branches
-            .items
-            .iter()
-            .filter_map(|branch| candidate_of(branch).map(|id| (id, branch.clone())))
-            .collect();
-        let mut family_of_candidate = BTreeMap::new();
-        for session in &snapshot.ledger.sessions {
-            family_of_candidate.insert(session.candidate.as_str(), session.family.as_str());
-        }
-        for claim in &snapshot.ledger.claims {
-            family_of_candidate.insert(claim.candidate.as_str(), claim.family.as_str());
-        }
-        Taken {
-            snapshot,
-            run,
-            pull_requests,
-            branches,
-            family_of_candidate,
-        }
-    }
-
-    /// Why the family is left out, if it is, for the candidate `id` its newest row makes.
-    fn obstacle(
-        &self,
-        family: &Family,
-        names: &FamilyNames,
-        id: &str,
-    ) -> Option<(FamilyFate, String)> {
-        let ledger = self.snapshot.ledger;
-        let recorded = |candidate: &str| self.family_of_candidate.get(candidate).copied();
-        if let Some(session) = ledger.sessions.iter().find(|session| {
-            session.state != SessionState::Finished
-                && names.names(&family.name, &session.candidate, Some(&session.family))
-        }) {
-            let state = if session.state == SessionState::Parked {
-                "parked"
-            } else {
-                "live"
-            };
-            return Some((
-                FamilyFate::Occupied,
-                format!(
-                    "a {state} session of candidate {} (run {}) holds the family",
-                    session.candidate, session.parent_run
-                ),
-            ));
-        }
-        if let Some((number, candidate)) = self
-            .pull_requests
-            .iter()
-            .find(|(_, candidate)| names.names(&family.name, candidate, recorded(candidate)))
-        {
-            return Some((
-                FamilyFate::Occupied,
-                format!("klaud pull request #{number} of candidate {candidate} is open"),
-            ));
-        }
-        if let Some((_, branch)) = self
-            .branches
-            .iter()
-            .find(|(candidate, _)| names.names(&family.name, candidate, recorded(candidate)))
-        {
-            return Some((
-                FamilyFate::Occupied,
-                format!("branch {branch} still exists"),
-            ));
-        }
-        if let Some(claim) = ledger
-            .claims
-            .iter()
-            .find(|claim| names.names(&family.name, &claim.candidate, Some(&claim.family)))
-        {
-            return Some((
-                FamilyFate::Claimed,
-                format!(
-                    "the family is claimed for candidate {} by run {}",
-                    claim.candidate, claim.parent_run
-                ),
-            ));
-        }
-        let cooldowns = running_cooldowns(ledger, self.run.policy, self.run.now);
-        let longest = |scope: CooldownScope| {
-            cooldowns
-                .iter()
-                .filter(|cooldown| cooldown.scope == scope)
-                .filter(|cooldown| match scope {
-                    CooldownScope::Candidate => cooldown.session.candidate == id,
-                    CooldownScope::Family => names.names(
-                        &family.name,
-                        &cooldown.session.candidate,
-                        Some(&cooldown.session.family),
-                    ),
-                })
-                .max_by_key(|cooldown| cooldown.until)
-        };
-        if let Some(cooldown) = longest(CooldownScope::Candidate) {
-            return Some((
-                FamilyFate::CoolingDown,
-                format!(
-                    "`{}` of candidate {} earns a cooldown until {}",
-                    cooldown.outcome,
-                    id,
-                    cooldown
-                        .until
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                ),
-            ));
-        }
-        if let Some(cooldown) = longest(CooldownScope::Family) {
-            return Some((
-                FamilyFate::Held,
-                format!(
-                    "`{}` of candidate {} holds the whole family until {}",
-                    cooldown.outcome,
-                    cooldown.session.candidate,
-                    cooldown
-                        .until
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                ),
-            ));
-        }
-        None
-    }
-}
-
-/// A pull request whose head is in this repository (a fork's is never klaud's).
-fn own_head(pull: &OpenPullRequest, repository: &str) -> bool {
-    pull.head_repository
-        .as_deref()
-        .is_some_and(|head| head.eq_ignore_ascii_case(repository))
+            .map(|key| identity(&key.coarse())[..16].to_string())
+            .collect(),
+        Rendering::Unrenderable { .. } => BTreeSet::new(),
+    };
+    FamilyNames::new(&family.name, coarse, BTreeSet::new())
 }
 
 /// The targets of the gate's answer that run a row's hardware: equal to it or starting with
@@ -453,131 +308,173 @@ pub fn hardware_targets(catalog: &Catalog) -> Vec<String> {
     hardware.into_iter().map(str::to_string).collect()
 }
 
-/// The decision.
-pub fn discover(snapshot: DiscoverySnapshot<'_>, run: &DiscoveryRun<'_>) -> Discovery {
-    let taken = Taken::new(snapshot, run);
-    let mut families_of_key: BTreeMap<&ObservationKey, Vec<&Family>> = BTreeMap::new();
-    for family in snapshot.families {
+/// The families of each observation key, ascending by name.
+fn families_of_key(families: &[Family]) -> BTreeMap<&ObservationKey, Vec<&Family>> {
+    let mut of_key: BTreeMap<&ObservationKey, Vec<&Family>> = BTreeMap::new();
+    for family in families {
         if let Rendering::Keys(keys) = &family.rendering {
             for key in keys {
-                families_of_key.entry(key).or_default().push(family);
+                of_key.entry(key).or_default().push(family);
             }
         }
     }
-    for families in families_of_key.values_mut() {
+    for families in of_key.values_mut() {
         families.sort_by(|a, b| a.name.cmp(&b.name));
     }
-    let mut family_reports: BTreeMap<&str, FamilyReport> = BTreeMap::new();
-    let mut row_reports: Vec<RowReport> = Vec::new();
-    for invalid in &snapshot.catalog.invalid {
-        row_reports.push(RowReport {
-            index: invalid.index,
-            fate: RowFate::Invalid,
-            candidates: Vec::new(),
-            families: Vec::new(),
-            fields: invalid.fields.clone(),
-            reason: format!(
-                "missing or of the wrong type: {}",
-                invalid.fields.join(", ")
-            ),
-        });
-    }
-    let mut rows: Vec<&CatalogRow> = snapshot.catalog.rows.iter().collect();
+    of_key
+}
+
+/// The catalog's rows newest first (ties: the larger hash of the row first).
+fn newest_first(catalog: &Catalog) -> Vec<&CatalogRow> {
+    let mut rows: Vec<&CatalogRow> = catalog.rows.iter().collect();
     rows.sort_by(|a, b| b.date.cmp(&a.date).then_with(|| b.hash.cmp(&a.hash)));
-    // The candidates in the order they were found, with their targets.
-    let mut eligible: Vec<(DiscoveredCandidate, usize)> = Vec::new();
-    for row in rows {
-        let targets = eligible_targets(snapshot.capacity, &row.key.hardware);
-        let fits: Vec<&Family> = families_of_key.get(&row.key).cloned().unwrap_or_default();
-        let family_names: Vec<String> = fits.iter().map(|f| f.name.clone()).collect();
-        let mut report = RowReport {
-            index: row.index,
-            fate: RowFate::NoFamily,
-            candidates: Vec::new(),
-            families: family_names,
-            fields: Vec::new(),
-            reason: "no family's observation key equals the row's".into(),
-        };
-        if targets.as_ref().is_some_and(Vec::is_empty) {
-            report.fate = RowFate::HardwareIneligible;
-            report.reason = match snapshot.capacity {
-                CapacityGate::Unavailable { message } => {
-                    format!("the capacity gate could not answer: {message}")
-                }
-                _ => format!("no eligible target runs hardware {}", row.key.hardware),
-            };
-            row_reports.push(report);
-            continue;
-        }
-        let mut left_out: Option<FamilyFate> = None;
-        let mut older = 0;
-        for family in &fits {
-            if family_reports.contains_key(family.name.as_str()) {
-                older += 1;
-                continue;
-            }
-            let id = candidate_id(&family.name, &row.key.image);
-            let names = FamilyNames::new(family);
-            let (fate, reason) = match taken.obstacle(family, &names, &id) {
-                Some(obstacle) => obstacle,
-                None => (FamilyFate::Candidate, format!("newest row {}", row.index)),
-            };
-            if fate == FamilyFate::Candidate {
-                report.candidates.push(id.clone());
-                eligible.push((
-                    DiscoveredCandidate {
-                        branch: format!("{}{id}", run.policy.branch_prefix),
-                        id: id.clone(),
-                        family: family.name.clone(),
-                        base: run.base.to_string(),
-                        targets: targets.clone(),
-                        source: row.published.clone(),
-                    },
-                    row.index,
-                ));
-            } else if left_out.is_none() {
-                left_out = Some(fate);
-                report.reason = format!("{}: {reason}", family.name);
-            }
-            family_reports.insert(
-                &family.name,
-                FamilyReport {
-                    family: family.name.clone(),
-                    fate,
-                    candidate: Some(id),
-                    row: Some(row.index),
-                    reason,
+    rows
+}
+
+/// The reports of the catalog's invalid rows.
+fn invalid_rows(catalog: &Catalog) -> impl Iterator<Item = RowReport> + '_ {
+    catalog.invalid.iter().map(|invalid| RowReport {
+        index: invalid.index,
+        fate: RowFate::Invalid,
+        candidates: Vec::new(),
+        families: Vec::new(),
+        fields: invalid.fields.clone(),
+        reason: format!(
+            "missing or of the wrong type: {}",
+            invalid.fields.join(", ")
+        ),
+    })
+}
+
+/// What the rows decided so far: each family's fate once it took a row, and the candidates in
+/// the order they were found with the row that made each.
+#[derive(Default)]
+struct Found<'f> {
+    families: BTreeMap<&'f str, FamilyReport>,
+    eligible: Vec<(DiscoveredCandidate, usize)>,
+}
+
+/// A family that fits a row and took no newer one takes it: a candidate unless something holds
+/// the family.
+fn family_takes_row(
+    family: &Family,
+    row: &CatalogRow,
+    targets: &Option<Vec<String>>,
+    taken: &Taken<'_>,
+    base: &str,
+) -> (FamilyReport, Option<DiscoveredCandidate>) {
+    let id = candidate_id(&family.name, &row.key.image);
+    let obstacle = taken.obstacle(&names_of(family), &id);
+    let report = |fate: FamilyFate, reason: String| FamilyReport {
+        family: family.name.clone(),
+        fate,
+        candidate: Some(id.clone()),
+        row: Some(row.index),
+        reason,
+    };
+    match obstacle {
+        Some(obstacle) => (report(obstacle.fate, obstacle.reason), None),
+        None => (
+            report(FamilyFate::Candidate, format!("newest row {}", row.index)),
+            Some(DiscoveredCandidate {
+                branch: format!("{}{id}", taken.policy().branch_prefix),
+                id: id.clone(),
+                family: family.name.clone(),
+                base: base.to_string(),
+                origin: CandidateOrigin::Catalog {
+                    targets: targets.clone(),
+                    source: row.published.clone(),
                 },
-            );
-        }
-        if !report.candidates.is_empty() {
-            report.fate = RowFate::Candidate;
-            report.reason = format!("candidate(s) {}", report.candidates.join(", "));
-        } else if let Some(fate) = left_out {
-            report.fate = RowFate::of_family(fate);
-        } else if older > 0 {
-            report.fate = RowFate::OlderThan;
-            report.reason = "every family it fits took a newer row".into();
-        }
-        row_reports.push(report);
+            }),
+        ),
     }
-    shuffle(&mut eligible, run.run_id);
-    let mut candidates = Vec::new();
-    for (position, (candidate, row)) in eligible.into_iter().enumerate() {
-        if position < run.review_batch_size {
-            candidates.push(candidate);
+}
+
+/// A row's fate: ineligible hardware, else what the families it fits made of it (candidates,
+/// the first family's reason it was left out, every family older, or no family at all).
+fn row_fate<'f>(
+    row: &CatalogRow,
+    fits: &[&'f Family],
+    snapshot: &DiscoverySnapshot<'_>,
+    taken: &Taken<'_>,
+    base: &str,
+    found: &mut Found<'f>,
+) -> RowReport {
+    let mut report = RowReport {
+        index: row.index,
+        fate: RowFate::NoFamily,
+        candidates: Vec::new(),
+        families: fits.iter().map(|family| family.name.clone()).collect(),
+        fields: Vec::new(),
+        reason: "no family's observation key equals the row's".into(),
+    };
+    let targets = eligible_targets(snapshot.capacity, &row.key.hardware);
+    if targets.as_ref().is_some_and(Vec::is_empty) {
+        report.fate = RowFate::HardwareIneligible;
+        report.reason = match snapshot.capacity {
+            CapacityGate::Unavailable { message } => {
+                format!("the capacity gate could not answer: {message}")
+            }
+            _ => format!("no eligible target runs hardware {}", row.key.hardware),
+        };
+        return report;
+    }
+    let mut left_out: Option<(FamilyFate, String)> = None;
+    let mut older = 0;
+    for family in fits {
+        if found.families.contains_key(family.name.as_str()) {
+            older += 1;
             continue;
         }
-        let reason = format!(
-            "cut by the review batch size {} (position {} of the run's order)",
-            run.review_batch_size,
-            position + 1
-        );
-        if let Some(report) = family_reports.get_mut(candidate.family.as_str()) {
+        let (family_report, candidate) = family_takes_row(family, row, &targets, taken, base);
+        match candidate {
+            Some(candidate) => {
+                report.candidates.push(candidate.id.clone());
+                found.eligible.push((candidate, row.index));
+            }
+            None if left_out.is_none() => {
+                left_out = Some((
+                    family_report.fate,
+                    format!("{}: {}", family.name, family_report.reason),
+                ));
+            }
+            None => {}
+        }
+        found.families.insert(&family.name, family_report);
+    }
+    if !report.candidates.is_empty() {
+        report.fate = RowFate::Candidate;
+        report.reason = format!("candidate(s) {}", report.candidates.join(", "));
+    } else if let Some((fate, reason)) = left_out {
+        report.fate = RowFate::of_family(fate);
+        report.reason = reason;
+    } else if older > 0 {
+        report.fate = RowFate::OlderThan;
+        report.reason = "every family it fits took a newer row".into();
+    }
+    report
+}
+
+/// The candidates in the run's order cut to the review batch; the families and rows of those
+/// cut say so (a row only once none of its candidates is left).
+fn cut_batch(
+    found: &mut Found<'_>,
+    rows: &mut [RowReport],
+    run: &DiscoveryRun<'_>,
+) -> Vec<DiscoveredCandidate> {
+    let mut ordered = std::mem::take(&mut found.eligible);
+    shuffle(&mut ordered, run.run_id);
+    let (kept, cut) = cut_to_batch(ordered, run.review_batch_size);
+    for CutItem {
+        item: (candidate, row),
+        reason,
+    } in cut
+    {
+        if let Some(report) = found.families.get_mut(candidate.family.as_str()) {
             report.fate = FamilyFate::Cut;
             report.reason = reason.clone();
         }
-        if let Some(report) = row_reports.iter_mut().find(|report| report.index == row) {
+        if let Some(report) = rows.iter_mut().find(|report| report.index == row) {
             report.candidates.retain(|id| *id != candidate.id);
             if report.candidates.is_empty() {
                 report.fate = RowFate::Cut;
@@ -585,60 +482,60 @@ pub fn discover(snapshot: DiscoverySnapshot<'_>, run: &DiscoveryRun<'_>) -> Disc
             }
         }
     }
-    for family in snapshot.families {
-        if family_reports.contains_key(family.name.as_str()) {
-            continue;
-        }
-        let (fate, reason) = match &family.rendering {
-            Rendering::Unrenderable { reason } => (FamilyFate::Unrenderable, reason.clone()),
-            Rendering::Keys(_) => (
-                FamilyFate::NoPublishedRow,
-                "no catalog row has one of its observation keys".to_string(),
-            ),
-        };
-        family_reports.insert(
-            &family.name,
-            FamilyReport {
-                family: family.name.clone(),
-                fate,
-                candidate: None,
-                row: None,
-                reason,
-            },
-        );
-    }
-    row_reports.sort_by_key(|report| report.index);
-    let families: Vec<FamilyReport> = family_reports.into_values().collect();
-    let mut family_counts = BTreeMap::new();
-    for report in &families {
-        *family_counts.entry(report.fate).or_insert(0) += 1;
-    }
-    let mut row_counts = BTreeMap::new();
-    for report in &row_reports {
-        *row_counts.entry(report.fate).or_insert(0) += 1;
-    }
-    Discovery {
-        candidates,
-        families,
-        rows: row_reports,
-        family_counts,
-        row_counts,
+    kept.into_iter().map(|(candidate, _)| candidate).collect()
+}
+
+/// The report of a family that took no row: unrenderable, or without a published row.
+fn family_without_row(family: &Family) -> FamilyReport {
+    let (fate, reason) = match &family.rendering {
+        Rendering::Unrenderable { reason } => (FamilyFate::Unrenderable, reason.clone()),
+        Rendering::Keys(_) => (
+            FamilyFate::NoPublishedRow,
+            "no catalog row has one of its observation keys".to_string(),
+        ),
+    };
+    FamilyReport {
+        family: family.name.clone(),
+        fate,
+        candidate: None,
+        row: None,
+        reason,
     }
 }
 
-/// Shuffles `items` with `seed` (Fisher–Yates over SplitMix64): the same seed, the same order.
-fn shuffle<T>(items: &mut [T], seed: u64) {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for index in (1..items.len()).rev() {
-        let other = (next() % (index as u64 + 1)) as usize;
-        items.swap(index, other);
+/// The decision, in steps: the families of each key; each row, newest first, and its fate; the
+/// batch cut; the reports of every family and row, with their counts.
+pub fn discover(snapshot: DiscoverySnapshot<'_>, run: &DiscoveryRun<'_>) -> Discovery {
+    let taken = Taken::new(
+        snapshot.ledger,
+        snapshot.github,
+        run.policy,
+        run.legacy_branch_prefixes,
+        run.now,
+    );
+    let of_key = families_of_key(snapshot.families);
+    let mut found = Found::default();
+    let mut rows: Vec<RowReport> = invalid_rows(snapshot.catalog).collect();
+    for row in newest_first(snapshot.catalog) {
+        let fits = of_key.get(&row.key).map(Vec::as_slice).unwrap_or_default();
+        rows.push(row_fate(row, fits, &snapshot, &taken, run.base, &mut found));
+    }
+    let candidates = cut_batch(&mut found, &mut rows, run);
+    for family in snapshot.families {
+        if !found.families.contains_key(family.name.as_str()) {
+            found
+                .families
+                .insert(&family.name, family_without_row(family));
+        }
+    }
+    rows.sort_by_key(|report| report.index);
+    let families: Vec<FamilyReport> = found.families.into_values().collect();
+    Discovery {
+        candidates,
+        family_counts: count(families.iter().map(|report| report.fate)),
+        row_counts: count(rows.iter().map(|report| report.fate)),
+        families,
+        rows,
     }
 }
 

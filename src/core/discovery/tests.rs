@@ -5,10 +5,12 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use super::catalog::read_catalog;
+use super::identity::identity_of_text;
 use super::observation::tests::inferencex_spellings;
 use super::*;
 use crate::core::outcome::Outcome;
 use crate::core::policy::tests::inferencex_policy;
+use crate::core::select::OpenPullRequest;
 use crate::core::snapshot::Listed;
 use crate::core::test_support::at;
 
@@ -149,8 +151,8 @@ fn each_family_takes_its_newest_row_and_two_families_share_one() {
         .unwrap();
     assert_eq!(candidate.branch, format!("klaud/auto-{}", candidate.id));
     assert_eq!(candidate.base, "b".repeat(40));
-    assert_eq!(candidate.source["date"], "2026-08-02");
-    assert_eq!(candidate.targets, None);
+    assert_eq!(candidate.source().unwrap()["date"], "2026-08-02");
+    assert_eq!(candidate.targets(), None);
     assert_eq!(discovery.family_counts[&FamilyFate::Candidate], 3);
 }
 
@@ -325,7 +327,7 @@ fn the_capacity_gate_keeps_rows_whose_hardware_has_an_eligible_target() {
         discovery
             .candidates
             .iter()
-            .all(|c| c.targets.as_deref() == Some(&["b200-dgxc".to_string()][..]))
+            .all(|c| c.targets() == Some(&["b200-dgxc".to_string()][..]))
     );
     world.capacity = CapacityGate::Eligible(["gb200-nv".to_string()].into_iter().collect());
     let discovery = world.decide();
@@ -386,4 +388,48 @@ fn ties_of_one_date_go_to_the_row_of_the_larger_hash() {
     let newest = if hashes[0] > hashes[1] { 0 } else { 1 };
     assert_eq!(discovery.rows[newest].fate, RowFate::Candidate);
     assert_eq!(discovery.rows[1 - newest].fate, RowFate::OlderThan);
+}
+
+/// The reference system's coarse id of a family with one observation key.
+fn coarse_id_of(family: &Family) -> String {
+    match &family.rendering {
+        Rendering::Keys(keys) => identity(&keys.iter().next().unwrap().coarse())[..16].to_string(),
+        Rendering::Unrenderable { .. } => panic!("{} has no key", family.name),
+    }
+}
+
+#[test]
+fn a_reference_branch_of_the_coarse_id_and_an_image_hash_occupies_its_family() {
+    // The reference system names its branches `klaude/auto-<coarse id>-<image hash>`, and
+    // klaud's own prefix may carry the same shape after a move.
+    for prefix in ["klaude/auto-", "klaud/auto-"] {
+        let mut world = World::new(
+            vec![family("m.yaml:a", json!([entry("vllm", "img:1", 1024)]))],
+            json!([row("vllm", "img:1", 1024, "2026-08-01")]),
+        );
+        let coarse = coarse_id_of(&world.families[0]);
+        let image_hash = &identity_of_text("img:0")[..16];
+        let branch = format!("{prefix}{coarse}-{image_hash}");
+        world.github.candidate_branches = Listed::complete(vec![branch.clone()]);
+        let discovery = world.decide();
+        let report = fate_of(&discovery, "m.yaml:a");
+        assert_eq!(report.fate, FamilyFate::Occupied, "{branch}");
+        assert!(report.reason.contains(&branch), "{}", report.reason);
+        assert!(discovery.candidates.is_empty());
+    }
+}
+
+#[test]
+fn a_branch_whose_candidate_part_only_begins_like_a_coarse_id_is_not_the_familys() {
+    let mut world = World::new(
+        vec![family("m.yaml:a", json!([entry("vllm", "img:1", 1024)]))],
+        json!([row("vllm", "img:1", 1024, "2026-08-01")]),
+    );
+    let coarse = coarse_id_of(&world.families[0]);
+    world.github.candidate_branches = Listed::complete(vec![
+        format!("klaude/auto-{coarse}0-{}", &identity_of_text("img:0")[..16]),
+        format!("klaude/auto-{}", &coarse[..15]),
+    ]);
+    let discovery = world.decide();
+    assert_eq!(fate_of(&discovery, "m.yaml:a").fate, FamilyFate::Candidate);
 }

@@ -101,8 +101,9 @@ pub struct HealthFacts<'a> {
     pub pulls: &'a Listed<PullRequestChecks>,
     /// The jobs of each active sweep run read in this pass (one page each), by run id.
     pub jobs: &'a BTreeMap<u64, Listed<SweepJob>>,
-    /// `workflows.sweep`.
-    pub sweep_workflow: &'a str,
+    /// `workflows.sweep`; none for a repository without a sweep workflow, whose pull requests
+    /// are `passing` once nothing failed or is pending.
+    pub sweep_workflow: Option<&'a str>,
 }
 
 /// A pull request's health: the first row of contract §12's table that applies. The order of
@@ -247,7 +248,7 @@ pub fn health_report(facts: HealthFacts<'_>, settings: &HealthSettings) -> Healt
 
 fn pull_request_health(
     pull: &PullRequestChecks,
-    sweep_workflow: &str,
+    sweep_workflow: Option<&str>,
     queue: &queue::QueueFacts,
 ) -> PullRequestHealth {
     let checks = &pull.checks.items;
@@ -277,10 +278,19 @@ fn pull_request_health(
     }
 }
 
-/// The first row of the health table that applies to `checks` (read whole).
-pub fn health_of(checks: &[Check], sweep_workflow: &str) -> Health {
+/// The first row of the health table that applies to `checks` (read whole). Without a sweep
+/// workflow, the rows about sweeps do not apply.
+pub fn health_of(checks: &[Check], sweep_workflow: Option<&str>) -> Health {
     let failed = checks.iter().any(|check| failed_check(check).is_some());
     let pending = checks.iter().any(is_pending);
+    let Some(sweep_workflow) = sweep_workflow else {
+        return match (failed, pending) {
+            (true, false) => Health::Failing,
+            (true, true) => Health::FailingRunning,
+            (false, true) => Health::Running,
+            (false, false) => Health::Passing,
+        };
+    };
     let sweep_runs: Vec<(u64, bool)> = sweep_runs_on_head(checks, sweep_workflow);
     match (failed, pending) {
         (true, false) => Health::Failing,

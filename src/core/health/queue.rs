@@ -61,7 +61,10 @@ pub struct Estimate {
 
 /// The active sweep runs on the heads of `pulls` with the pull request each runs for: oldest
 /// pull request first, then by run id, each run once.
-fn active_sweep_runs(pulls: &[PullRequestChecks], sweep_workflow: &str) -> Vec<(u64, u64)> {
+fn active_sweep_runs(pulls: &[PullRequestChecks], sweep_workflow: Option<&str>) -> Vec<(u64, u64)> {
+    let Some(sweep_workflow) = sweep_workflow else {
+        return Vec::new();
+    };
     let mut pulls: Vec<&PullRequestChecks> = pulls.iter().collect();
     pulls.sort_by_key(|pull| (pull.created_at, pull.number));
     let mut seen = BTreeSet::new();
@@ -92,7 +95,7 @@ fn active_sweep_runs(pulls: &[PullRequestChecks], sweep_workflow: &str) -> Vec<(
 /// the oldest pull request's first.
 pub fn runs_to_read(
     pulls: &[PullRequestChecks],
-    sweep_workflow: &str,
+    sweep_workflow: Option<&str>,
     settings: &HealthSettings,
 ) -> Vec<u64> {
     active_sweep_runs(pulls, sweep_workflow)
@@ -106,7 +109,7 @@ impl QueueFacts {
     pub fn read(
         pulls: &[PullRequestChecks],
         jobs: &BTreeMap<u64, Listed<SweepJob>>,
-        sweep_workflow: &str,
+        sweep_workflow: Option<&str>,
         settings: &HealthSettings,
     ) -> QueueFacts {
         let mut facts = QueueFacts {

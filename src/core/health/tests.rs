@@ -5,7 +5,7 @@ use chrono::Duration;
 use super::*;
 use crate::core::test_support::at;
 
-const SWEEP: &str = "run-sweep.yml";
+const SWEEP: Option<&str> = Some("run-sweep.yml");
 
 fn sweep_check(run: u64, job: u64, status: &str, conclusion: Option<&str>) -> Check {
     workflow_check(
@@ -194,7 +194,7 @@ fn a_sweep_run_whose_jobs_were_all_skipped_swept_nothing() {
         run.workflow_run.as_mut().unwrap().conclusion = Some(CheckConclusion::Success);
     }
     assert_eq!(health_of(&[skipped], SWEEP), Health::SweepSkipped);
-    assert_eq!(sweep_runs_on_head(&[], SWEEP), vec![]);
+    assert_eq!(sweep_runs_on_head(&[], "run-sweep.yml"), vec![]);
 }
 
 #[test]
@@ -513,4 +513,21 @@ fn a_pull_request_listing_that_is_not_whole_makes_every_estimate_partial() {
     let row = row(&report, 1);
     assert_eq!((row.eta_minutes, row.eta_partial), (Some(7), true));
     assert!(report.almost_ready.is_empty());
+}
+
+#[test]
+fn without_a_sweep_workflow_nothing_failed_or_pending_is_passing() {
+    let ci = workflow_check(
+        ".github/workflows/ci.yml",
+        1,
+        1,
+        "COMPLETED",
+        Some("SUCCESS"),
+    );
+    assert_eq!(health_of(&[ci.clone()], None), Health::Passing);
+    assert_eq!(health_of(&[], None), Health::Passing);
+    let running = workflow_check(".github/workflows/ci.yml", 2, 2, "QUEUED", None);
+    assert_eq!(health_of(&[ci, running], None), Health::Running);
+    let pulls = vec![pull(1, vec![sweep_check(10, 100, "IN_PROGRESS", None)])];
+    assert!(runs_to_read(&pulls, None, &HealthSettings::default()).is_empty());
 }

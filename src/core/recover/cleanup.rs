@@ -88,8 +88,11 @@ pub(super) fn cleanup_group(
 pub(super) fn cancel_bot_smokes(facts: &Facts<'_>, id: &str, liveness: &Liveness) -> Vec<Action> {
     let policy = facts.policy;
     let branch = policy.candidate_branch(id);
+    let Some(smoke) = &policy.smoke_workflow else {
+        return Vec::new();
+    };
     liveness
-        .runs_of(&policy.smoke_workflow, id, &branch)
+        .runs_of(smoke, id, &branch)
         .into_iter()
         .filter(|run| run.actor.as_deref() == Some(policy.bot.as_str()))
         .map(|run| Action::CancelRun {

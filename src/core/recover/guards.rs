@@ -77,18 +77,19 @@ pub(super) fn examine_pull_request(
     let Seen::Known(sweeps) = facts.sweeps(&branch) else {
         return Examination::Waiting(format!("the sweep runs of {branch}"));
     };
-    let sweep_workflow = facts.policy.sweep_workflow.clone();
     let active_sweep = sweeps
         .items
         .iter()
-        .find(|run| run.active && run.workflow == sweep_workflow)
+        .find(|run| run.active && facts.policy.is_sweep(&run.workflow))
         .map(|run| run.id);
-    let final_sweep_succeeded = sweeps
-        .items
-        .iter()
-        .filter(|run| !run.active && run.head_sha == pull.head_sha)
-        .max_by_key(|run| (run.created_at, run.id))
-        .is_some_and(|run| run.succeeded());
+    // Without a sweep workflow a validated outcome needs no sweep.
+    let final_sweep_succeeded = facts.policy.sweep_workflow.is_none()
+        || sweeps
+            .items
+            .iter()
+            .filter(|run| !run.active && run.head_sha == pull.head_sha)
+            .max_by_key(|run| (run.created_at, run.id))
+            .is_some_and(|run| run.succeeded());
     Examination::Clear {
         maintainer_commit: None,
         final_sweep_succeeded,

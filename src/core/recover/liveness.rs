@@ -113,9 +113,12 @@ impl Liveness {
         let policy = facts.policy;
         let branch = policy.candidate_branch(candidate);
         for (workflow, what) in [
-            (&policy.sweep_workflow, "sweep"),
-            (&policy.candidate_workflow, "candidate"),
-        ] {
+            (policy.sweep_workflow.as_ref(), "sweep"),
+            (Some(&policy.candidate_workflow), "candidate"),
+        ]
+        .into_iter()
+        .filter_map(|(workflow, what)| Some((workflow?, what)))
+        {
             if let Some(run) = self
                 .runs_of(workflow, candidate, &branch)
                 .into_iter()

@@ -372,7 +372,7 @@ pub(crate) enum RunSeen {
 fn lookup<'a, K: Ord, T>(map: &'a BTreeMap<K, Read<T>>, key: &K) -> Seen<'a, T> {
     match map.get(key) {
         Some(Ok(value)) => Seen::Known(value),
-        Some(Err(error)) => Seen::Failed(error),
+        Some(Err(error)) => Seen::Failed(&error.reason),
         None => Seen::Unread,
     }
 }
@@ -465,6 +465,17 @@ impl<'a> Facts<'a> {
         seen
     }
 
+    /// The issue candidate `id` came from, asked for when unread.
+    pub(crate) fn candidate_issue(&self, id: &str) -> Seen<'a, super::snapshot::CandidateIssue> {
+        let seen = lookup(&self.snapshot.candidate_issues, &id.to_string());
+        if matches!(seen, Seen::Unread) {
+            self.need(|needs| {
+                needs.candidate_issues.insert(id.to_string());
+            });
+        }
+        seen
+    }
+
     pub(crate) fn branch_pull_requests(
         &self,
         branch: &str,
@@ -491,7 +502,7 @@ impl<'a> Facts<'a> {
     pub(crate) fn default_branch(&self) -> Seen<'a, String> {
         match &self.snapshot.default_branch {
             Some(Ok(branch)) => Seen::Known(branch),
-            Some(Err(error)) => Seen::Failed(error),
+            Some(Err(error)) => Seen::Failed(&error.reason),
             None => {
                 self.need(|needs| needs.default_branch = true);
                 Seen::Unread

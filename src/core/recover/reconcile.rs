@@ -32,7 +32,7 @@ use crate::core::plan::{
     Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
 };
 use crate::core::recover::ledger_plan::{OutcomeRecord, ParkRecord};
-use crate::core::snapshot::PullRequestFact;
+use crate::core::snapshot::{CandidateIssue, PullRequestFact};
 
 /// The outcome the ledger records for a reconciled live session.
 pub(super) fn outcome_record(id: &str, parent_run: u64, outcome: Outcome) -> OutcomeRecord {
@@ -57,9 +57,37 @@ pub(super) fn reconcile(
         // `Alive::No` for a live session means its parent ended.
         _ => session.started_at,
     };
+    let closed_issue = closed_issue(facts, id, pull)?;
     match pull {
-        Some(pull) => reconcile_open_pull_request(facts, id, session, pull, ended_at, liveness),
-        None => reconcile_without_open_pull_request(facts, id, session, ended_at, liveness),
+        Some(pull) => {
+            reconcile_open_pull_request(facts, id, session, pull, ended_at, liveness, closed_issue)
+        }
+        None => reconcile_without_open_pull_request(
+            facts,
+            id,
+            session,
+            ended_at,
+            liveness,
+            closed_issue,
+        ),
+    }
+}
+
+/// The issue an `issue-<n>` candidate came from, when it is closed (contract §13): its session
+/// then ends `retired`. An issue that could not be read is not taken as closed.
+fn closed_issue(facts: &Facts<'_>, id: &str, pull: Option<&PullRequestFact>) -> Step<Option<u64>> {
+    if !id.starts_with("issue-") {
+        return Continue(None);
+    }
+    match facts.candidate_issue(id) {
+        Seen::Unread => Break(waiting(
+            pull.map(|pull| pull.number),
+            "the issue it came from",
+        )),
+        Seen::Known(CandidateIssue::Closed(number)) => Continue(Some(*number)),
+        Seen::Known(CandidateIssue::Open(_) | CandidateIssue::NoIssue) | Seen::Failed(_) => {
+            Continue(None)
+        }
     }
 }
 
@@ -74,6 +102,7 @@ fn reconcile_open_pull_request(
     pull: &PullRequestFact,
     ended_at: DateTime<Utc>,
     liveness: &Liveness,
+    closed_issue: Option<u64>,
 ) -> Step<CandidateDecision> {
     let parent = session.parent_run;
     let pending = session.pending_outcome;
@@ -81,7 +110,16 @@ fn reconcile_open_pull_request(
     draft_at_reconcile(id, session, pull)?;
     let (maintainer_commit, final_sweep_succeeded) =
         guards_hold_at_reconcile(facts, pull, ended_at)?;
-    let (outcome, why) = reconciled_outcome(final_sweep_succeeded, pending);
+    let (outcome, why) = match closed_issue {
+        Some(issue) => (
+            Outcome::Retired,
+            format!("its issue #{issue} was closed, not by the merge of its pull request"),
+        ),
+        None => {
+            let (outcome, why) = reconciled_outcome(final_sweep_succeeded, pending);
+            (outcome, why.to_string())
+        }
+    };
     if maintainer_commit.is_none()
         && outcome == Outcome::NoOutcome
         && let Some(taken) = jobs_left(facts, session)
@@ -223,10 +261,17 @@ fn reconcile_without_open_pull_request(
     session: &Session,
     ended_at: DateTime<Utc>,
     liveness: &Liveness,
+    closed_issue: Option<u64>,
 ) -> Step<CandidateDecision> {
     let parent = session.parent_run;
     let number = pull_request_of_session(facts, id, session)?;
-    let ending = how_its_pull_request_ended(facts, session, number)?;
+    let mut ending = how_its_pull_request_ended(facts, session, number)?;
+    if let (None, Some(issue)) = (number, closed_issue) {
+        ending.outcome = Outcome::Retired;
+        ending.reason = format!(
+            "its parent run {parent} ended before it opened a pull request, and its issue #{issue} was closed; retired"
+        );
+    }
     let outcome = ending.outcome;
     let mut reason = ending.reason;
     // The label goes first, checked on a fresh read: a pull request reopened meanwhile (or

@@ -5,6 +5,7 @@
 
 pub mod adoption;
 pub mod notes;
+pub mod request;
 pub mod stop;
 
 use chrono::{DateTime, Duration, Utc};
@@ -26,8 +27,13 @@ pub const CONTEXT_VERSION: u32 = 1;
 #[serde(rename_all = "kebab-case")]
 pub struct SessionContext {
     pub version: u32,
-    /// The candidate's record exactly as `select` claimed it.
+    /// The candidate's record as `select` claimed it; a labelled issue's without its task, which
+    /// `maintainers-request` gives quoted.
     pub candidate: Value,
+    /// What the maintainers asked for, when the candidate comes from a labelled issue: quoted,
+    /// data to weigh, never instructions from klaud.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintainers_request: Option<request::MaintainersRequest>,
     pub candidate_id: String,
     pub family: String,
     /// `owner/name`.
@@ -86,14 +92,17 @@ pub struct OutcomeMeaning {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct SessionWorkflows {
-    pub smoke: String,
-    pub sweep: String,
+    /// `null` when the repository has no smoke workflow.
+    pub smoke: Option<String>,
+    /// `null` when the repository has no sweep workflow: `validated` then needs no sweep run.
+    pub sweep: Option<String>,
 }
 
 /// What the shell knows that the context needs besides the session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextSetting {
     pub record: Value,
+    pub maintainers_request: Option<request::MaintainersRequest>,
     pub repository: String,
     pub api_url: String,
     pub html_url: String,
@@ -116,6 +125,7 @@ pub fn session_context(
     SessionContext {
         version: CONTEXT_VERSION,
         candidate: setting.record,
+        maintainers_request: setting.maintainers_request,
         candidate_id: session.candidate.clone(),
         family: session.family.clone(),
         repository: setting.repository.clone(),

@@ -28,6 +28,21 @@ pub enum NoteRefusal {
     NoAttemptOfRun { run: u64 },
 }
 
+/// Why the session log has no comment to write now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoLogComment {
+    #[error("the session has no pull request yet")]
+    NoPullRequest,
+    #[error("#{0} comes from a fork")]
+    FromAFork(u64),
+    #[error("#{0} is not the bot's")]
+    NotTheBots(u64),
+    #[error("#{0} is closed")]
+    Closed(u64),
+    #[error("#{0} was handed off to maintainers")]
+    HandedOff(u64),
+}
+
 /// What adding a note did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoteAdded {
@@ -147,23 +162,23 @@ pub fn log_comment_group(
     session: &Session,
     pull: Option<&PullRequestFact>,
     policy: &Policy,
-) -> Result<ActionGroup, String> {
-    let pull = pull.ok_or("the session has no pull request yet")?;
+) -> Result<ActionGroup, NoLogComment> {
+    let pull = pull.ok_or(NoLogComment::NoPullRequest)?;
     if !pull.from_this_repository {
-        return Err(format!("#{} comes from a fork", pull.number));
+        return Err(NoLogComment::FromAFork(pull.number));
     }
     if pull.author.as_deref() != Some(policy.bot.as_str()) {
-        return Err(format!("#{} is not the bot's", pull.number));
+        return Err(NoLogComment::NotTheBots(pull.number));
     }
     if !pull.open {
-        return Err(format!("#{} is closed", pull.number));
+        return Err(NoLogComment::Closed(pull.number));
     }
     if pull
         .labels
         .iter()
         .any(|label| label == &policy.handoff_label)
     {
-        return Err(format!("#{} was handed off to maintainers", pull.number));
+        return Err(NoLogComment::HandedOff(pull.number));
     }
     Ok(ActionGroup {
         subject: session.candidate.clone(),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::SessionContext;
 use crate::core::outcome::Outcome;
 use crate::core::outcome_file::{OutcomeFile, OutcomeFileError, reportable_outcomes};
-use crate::core::snapshot::{PullRequestFact, RunFact};
+use crate::core::snapshot::{PullRequestFact, ReadFailure, RunFact};
 
 /// The hook event the CLI reported on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +83,11 @@ impl HookAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopStep {
     Answer(HookAnswer),
+    /// Whether the issue the candidate came from is still open (contract §13): asked first,
+    /// only for such a candidate.
+    NeedsIssue {
+        number: u64,
+    },
     /// The pull requests of the session's branch.
     NeedsPullRequests,
     /// The sweep runs on this head.
@@ -124,9 +129,24 @@ pub fn first_step(
                 OutcomeFileState::Valid(file) if file.outcome != Outcome::Validated => {
                     StopStep::Answer(HookAnswer::Nothing)
                 }
-                _ => StopStep::NeedsPullRequests,
+                _ => match &context.maintainers_request {
+                    Some(request) => StopStep::NeedsIssue {
+                        number: request.issue,
+                    },
+                    None => StopStep::NeedsPullRequests,
+                },
             }
         }
+    }
+}
+
+/// The step after the candidate's issue was read: a closed issue lets the agent go (`finish`
+/// records the candidate `retired`); an open one, or one that could not be read, goes on to the
+/// pull requests.
+pub fn with_issue(open: Result<bool, ReadFailure>) -> StopStep {
+    match open {
+        Ok(false) => StopStep::Answer(HookAnswer::Nothing),
+        Ok(true) | Err(_) => StopStep::NeedsPullRequests,
     }
 }
 
@@ -134,7 +154,7 @@ pub fn first_step(
 pub fn with_pull_requests(
     context: &SessionContext,
     outcome: &OutcomeFileState,
-    pulls: Result<&[PullRequestFact], String>,
+    pulls: Result<&[PullRequestFact], ReadFailure>,
 ) -> StopStep {
     let pulls = match pulls {
         Ok(pulls) => pulls,
@@ -162,16 +182,24 @@ pub fn with_pull_requests(
         return StopStep::Answer(HookAnswer::Nothing);
     }
     match outcome {
-        OutcomeFileState::Valid(file) if file.outcome == Outcome::Validated => match pull {
-            Some(pull) => StopStep::NeedsSweepRuns {
-                pull_request: pull.number,
-                head_sha: pull.head_sha.clone(),
-            },
-            None => StopStep::Answer(HookAnswer::Block(format!(
-                "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, run the sweep ({}) on its head, and write validated only after that sweep succeeded.",
-                context.branch, context.workflows.sweep
-            ))),
-        },
+        OutcomeFileState::Valid(file) if file.outcome == Outcome::Validated => {
+            match (pull, &context.workflows.sweep) {
+                // Without a sweep workflow, validated needs the pull request only.
+                (Some(_), None) => StopStep::Answer(HookAnswer::Nothing),
+                (Some(pull), Some(_)) => StopStep::NeedsSweepRuns {
+                    pull_request: pull.number,
+                    head_sha: pull.head_sha.clone(),
+                },
+                (None, Some(sweep)) => StopStep::Answer(HookAnswer::Block(format!(
+                    "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, run the sweep ({sweep}) on its head, and write validated only after that sweep succeeded.",
+                    context.branch
+                ))),
+                (None, None) => StopStep::Answer(HookAnswer::Block(format!(
+                    "the outcome file says validated, but {} has no open pull request: open the draft pull request from it, test the change, and write validated only after that.",
+                    context.branch
+                ))),
+            }
+        }
         _ => StopStep::Answer(HookAnswer::Block(outcome_instruction(context, outcome))),
     }
 }
@@ -181,7 +209,7 @@ pub fn with_sweep_runs(
     context: &SessionContext,
     pull_request: u64,
     head_sha: &str,
-    runs: Result<&[RunFact], String>,
+    runs: Result<&[RunFact], ReadFailure>,
 ) -> HookAnswer {
     let short = &head_sha[..head_sha.len().min(12)];
     match runs {
@@ -189,17 +217,15 @@ pub fn with_sweep_runs(
             "the outcome file says validated, but klaud could not read the sweep runs on #{pull_request}'s head {short} ({error}); stop again in a moment."
         )),
         Ok(runs) => {
-            let succeeded = runs.iter().any(|run| {
-                run.head_sha == head_sha
-                    && run.workflow == context.workflows.sweep
-                    && run.succeeded()
-            });
+            let sweep = context.workflows.sweep.as_deref().unwrap_or_default();
+            let succeeded = runs
+                .iter()
+                .any(|run| run.head_sha == head_sha && run.workflow == sweep && run.succeeded());
             if succeeded {
                 HookAnswer::Nothing
             } else {
                 HookAnswer::Block(format!(
-                    "the outcome file says validated, but no {} run succeeded on #{pull_request}'s exact head {short}. Start the sweep on that head (or wait for the one running) and write validated only when it succeeded; if the head changed after the sweep, the sweep must run again. If it cannot succeed, write the outcome that says why.",
-                    context.workflows.sweep
+                    "the outcome file says validated, but no {sweep} run succeeded on #{pull_request}'s exact head {short}. Start the sweep on that head (or wait for the one running) and write validated only when it succeeded; if the head changed after the sweep, the sweep must run again. If it cannot succeed, write the outcome that says why."
                 ))
             }
         }
@@ -356,6 +382,17 @@ mod tests {
                 head_sha: "abc".into()
             }
         );
+        // Without a sweep workflow, the pull request is enough.
+        let mut no_sweep = context.clone();
+        no_sweep.workflows.sweep = None;
+        assert_eq!(
+            with_pull_requests(&no_sweep, &validated, Ok(&[pull(true, &[])])),
+            StopStep::Answer(HookAnswer::Nothing)
+        );
+        assert!(matches!(
+            with_pull_requests(&no_sweep, &validated, Ok(&[])),
+            StopStep::Answer(HookAnswer::Block(_))
+        ));
         let run = |head: &str, conclusion: &str| RunFact {
             id: 1,
             workflow: "run-sweep.yml".into(),

@@ -34,6 +34,10 @@ pub enum Effect {
     /// The bot's comment was there with the same text.
     CommentUnchanged,
     Dispatched,
+    /// `Closes #<issue>` was added to the pull request's body.
+    IssueLinked,
+    /// The pull request's body already had the line.
+    IssueAlreadyLinked,
     /// The ref was deleted at the sha checked.
     Deleted,
     /// The ref did not exist any more.
@@ -74,6 +78,8 @@ impl fmt::Display for Effect {
             Effect::CommentUpdated => "updated",
             Effect::CommentUnchanged => "unchanged",
             Effect::Dispatched => "dispatched",
+            Effect::IssueLinked => "linked",
+            Effect::IssueAlreadyLinked => "already linked",
             Effect::Deleted => "deleted",
             Effect::AlreadyGone => "already gone",
             Effect::DashboardCreated {

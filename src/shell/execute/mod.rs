@@ -35,6 +35,7 @@ use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunCancel;
 use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::pulls::CommentPosted;
+use crate::core::finish_issue::linked_body;
 use crate::core::plan::{Action, ActionGroup};
 use crate::core::text::bounded;
 use crate::shell::github::GitHubConnection;
@@ -542,6 +543,15 @@ impl Executor<'_> {
                 body,
                 ..
             } => self.post_marked_comment(*pull_request, marker, body).await,
+            Action::PostIssueComment {
+                issue,
+                marker,
+                body,
+            } => self.post_marked_comment(*issue, marker, body).await,
+            Action::LinkIssue {
+                pull_request,
+                issue,
+            } => self.link_issue(*pull_request, *issue).await,
             Action::DispatchCandidate {
                 candidate,
                 workflow,
@@ -672,6 +682,22 @@ impl Executor<'_> {
                 }
                 CommentPosted::Created(_) | CommentPosted::Recorded => Ok(Effect::CommentPosted),
             },
+        }
+    }
+
+    /// Adds `Closes #<issue>` as a line of the pull request's body, read just before, unless a
+    /// line already says so.
+    async fn link_issue(&self, pull_request: u64, issue: u64) -> Result<Effect, GitHubError> {
+        let current = self.bot().pull_request(pull_request).await?;
+        let body = current.body.unwrap_or_default();
+        match linked_body(&body, issue) {
+            None => Ok(Effect::IssueAlreadyLinked),
+            Some(next) => {
+                self.bot()
+                    .update_pull_request_body(pull_request, &next)
+                    .await?;
+                Ok(Effect::IssueLinked)
+            }
         }
     }
 

@@ -17,12 +17,13 @@ use crate::adapters::github::{GitHubClient, GitHubSettings, token_problem};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::session::SessionContext;
 use crate::core::session::stop::{
-    HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
-    with_sweep_runs,
+    HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_issue,
+    with_pull_requests, with_sweep_runs,
 };
+use crate::core::snapshot::ReadFailure;
 use crate::shell::cli::CheckStopArgs;
 use crate::shell::environment::Environment;
-use crate::shell::gather::{describe, pull_request_fact, run_fact};
+use crate::shell::gather::{failed_read, pull_request_fact, run_fact};
 use crate::shell::github::graphql_url_for;
 use crate::shell::outputs::write_hook_answer;
 
@@ -84,9 +85,12 @@ async fn answer(
         &outcome,
         now,
     );
-    let StopStep::NeedsPullRequests = step else {
+    if !matches!(
+        step,
+        StopStep::NeedsPullRequests | StopStep::NeedsIssue { .. }
+    ) {
         return answer_of(step);
-    };
+    }
     let context = context.expect("a step that reads GitHub has its context");
     let token = flag_token
         .filter(|token| !token.is_empty())
@@ -94,9 +98,24 @@ async fn answer(
     let client = match client_for(&context, token.as_deref()) {
         Ok(client) => client,
         Err(problem) => {
-            return answer_of(with_pull_requests(&context, &outcome, Err(problem)));
+            return answer_of(with_pull_requests(
+                &context,
+                &outcome,
+                Err(ReadFailure::new(problem)),
+            ));
         }
     };
+    if let StopStep::NeedsIssue { number } = step {
+        let open = client
+            .standalone_issue(number)
+            .await
+            .map_err(|error| failed_read(&error))
+            .map(|issue| issue.is_some_and(|issue| issue.state.is_open()));
+        let step = with_issue(open);
+        let StopStep::NeedsPullRequests = step else {
+            return answer_of(step);
+        };
+    }
     let pulls = client
         .pull_requests_for_branch(&context.branch)
         .await
@@ -106,7 +125,7 @@ async fn answer(
                 .map(|pull| pull_request_fact(pull, &context.repository))
                 .collect::<Vec<_>>()
         })
-        .map_err(|error| describe(&error));
+        .map_err(|error| failed_read(&error));
     let step = with_pull_requests(&context, &outcome, pulls.as_deref().map_err(Clone::clone));
     let StopStep::NeedsSweepRuns {
         pull_request,
@@ -115,18 +134,20 @@ async fn answer(
     else {
         return answer_of(step);
     };
-    let mut filter = RunFilter::workflow(&context.workflows.sweep);
+    // The decision asks for sweep runs only when there is a sweep workflow.
+    let sweep = context.workflows.sweep.as_deref().unwrap_or_default();
+    let mut filter = RunFilter::workflow(sweep);
     filter.head_sha = Some(head_sha.clone());
     let runs = client
         .workflow_runs(&filter)
         .await
-        .map_err(|error| describe(&error))
+        .map_err(|error| failed_read(&error))
         .and_then(|listed| {
             let runs: Vec<_> = listed.items.iter().map(run_fact).collect();
             match listed.gap {
-                Some(gap) if !runs.iter().any(|run| run.succeeded()) => {
-                    Err(format!("the listing is incomplete: {gap}"))
-                }
+                Some(gap) if !runs.iter().any(|run| run.succeeded()) => Err(ReadFailure::new(
+                    format!("the listing is incomplete: {gap}"),
+                )),
                 _ => Ok(runs),
             }
         });
@@ -142,7 +163,9 @@ fn answer_of(step: StopStep) -> HookAnswer {
     match step {
         StopStep::Answer(answer) => answer,
         // Only reached by a decision asking for a read the caller does not make: block.
-        StopStep::NeedsPullRequests | StopStep::NeedsSweepRuns { .. } => HookAnswer::Block(
+        StopStep::NeedsIssue { .. }
+        | StopStep::NeedsPullRequests
+        | StopStep::NeedsSweepRuns { .. } => HookAnswer::Block(
             "klaud's Stop hook could not finish its check; stop again to retry.".into(),
         ),
     }

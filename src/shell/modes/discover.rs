@@ -1,6 +1,7 @@
-//! `discover` (contract §11): where the planner's candidates come from.
+//! `discover` (contract §11, §13): where the planner's candidates come from.
 //!
-//! Reads as: inputs (the repository checkout, the config's patterns and feeds; bad input is
+//! With `discovery.source: issues`, the labelled issues decide (`discover/issues.rs`). Otherwise
+//! it reads as: inputs (the repository checkout, the config's patterns and feeds; bad input is
 //! exit 2 before anything is run or requested) → the families of the master configs rendered
 //! by the repository's own generator (`discover/render.rs`: several at once, the render cache)
 //! → the catalog from the images feed (a feed that fails is a failed discovery: exit 1, only
@@ -9,6 +10,7 @@
 //! the capacity gate, asked once about every row's hardware → `core::discovery` →
 //! `candidates.json`, `discovery.json`, outputs and summary. It writes nothing to GitHub.
 
+mod issues;
 mod render;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +33,7 @@ use crate::core::discovery::{
     render_keys,
 };
 use crate::shell::cli::DiscoverArgs;
+use crate::shell::config::DiscoverySource;
 use crate::shell::error::StepError;
 use crate::shell::github::{RequestReport, connect};
 use crate::shell::outputs::markdown_table;
@@ -80,7 +83,31 @@ struct DiscoveryRecord<'a> {
     discovery: Option<&'a Discovery>,
 }
 
+/// The planner run that discovers: the order's seed (0 outside Actions).
+fn planner_run_id(context: &StepContext) -> u64 {
+    context
+        .environment
+        .github_run_id
+        .as_deref()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// A failed discovery leaves no candidates file, not even an earlier one.
+fn remove_stale_candidates(context: &StepContext) -> Result<(), StepError> {
+    let stale = context.directory.join("candidates.json");
+    if stale.is_file() {
+        std::fs::remove_file(&stale).map_err(|error| {
+            StepError::failed(format!("cannot remove {}: {error}", stale.display()))
+        })?;
+    }
+    Ok(())
+}
+
 pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), StepError> {
+    if context.config.discovery.source == DiscoverySource::Issues {
+        return issues::run(context, arguments).await;
+    }
     let reporter = &context.reporter;
     let settings = &context.config.discovery;
     let root = repository_root(context, arguments)?;
@@ -134,22 +161,10 @@ pub async fn run(context: &StepContext, arguments: &DiscoverArgs) -> Result<(), 
                 ),
             )
         })?;
-    let run_id = context
-        .environment
-        .github_run_id
-        .as_deref()
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        .unwrap_or(0);
+    let run_id = planner_run_id(context);
     let connection = connect(context, &arguments.github)?;
     let base = head_commit(&root, context).await?;
-
-    // A failed discovery leaves no candidates file, not even an earlier one.
-    let stale = context.directory.join("candidates.json");
-    if stale.is_file() {
-        std::fs::remove_file(&stale).map_err(|error| {
-            StepError::failed(format!("cannot remove {}: {error}", stale.display()))
-        })?;
-    }
+    remove_stale_candidates(context)?;
     let record = |unreadable: &[UnreadableFile],
                   error: Option<String>,
                   counts: RenderCounts,
@@ -425,15 +440,15 @@ fn summary(discovery: &Discovery, counts: RenderCounts, render_seconds: f64) -> 
                     cell(&candidate.family),
                     cell(
                         candidate
-                            .source
-                            .get("image")
+                            .source()
+                            .and_then(|source| source.get("image"))
                             .and_then(|v| v.as_str())
                             .unwrap_or(""),
                     ),
                     cell(
                         candidate
-                            .source
-                            .get("date")
+                            .source()
+                            .and_then(|source| source.get("date"))
                             .and_then(|v| v.as_str())
                             .unwrap_or(""),
                     ),

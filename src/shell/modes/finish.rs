@@ -6,7 +6,9 @@
 //! `finish/apply.rs` hands the plan to the one executor as one group: the session's runs
 //! cancelled, then the receipt and the changes behind the re-check of the pull request (a dry
 //! run goes through all of it, ledger write included, with its writes recorded, not sent) →
-//! `finish.json`, outputs, summary.
+//! `finish.json`, outputs, summary. For a candidate that came from an issue (its record's
+//! `issue`), the issue is read too (a closed one retires the candidate) and klaud's comment on it
+//! is a second action group.
 
 mod apply;
 pub mod inputs;
@@ -25,14 +27,16 @@ use crate::core::finish::{
     Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
     record,
 };
+use crate::core::finish_issue::IssueFact;
 use crate::core::ledger::{AttemptEnd, JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
-use crate::core::snapshot::{CommitFact, CommitsFact, Read, RunFact};
+use crate::core::session::request::issue_task;
+use crate::core::snapshot::{CommitFact, CommitsFact, Read, ReadFailure, RunFact};
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
 use crate::shell::execute::RefDeletionPath;
-use crate::shell::gather::{describe, pull_request_fact, run_fact};
+use crate::shell::gather::{describe, failed_read, pull_request_fact, run_fact};
 use crate::shell::github::{RequestReport, connect};
 use crate::shell::modes::recover::{dry_run_writes_section, rest_fallback_note};
 use crate::shell::outputs::markdown_table;
@@ -107,9 +111,10 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
                 inputs.candidate
             ))
         })?;
-    let facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
+    let mut facts = gather(&connection.client, policy, &inputs, &session, own_run, now)
         .await
         .map_err(StepError::failed)?;
+    facts.issue = candidate_issue(context, &store, &connection.client, &inputs.candidate).await;
     let deadline = deadline_verdict(
         &session,
         own_run,
@@ -199,7 +204,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         &plan,
         &inputs,
         &session,
-        &policy.bot,
+        policy,
         now,
         std::time::Duration::from_secs(arguments.cancel_wait),
     )
@@ -428,7 +433,7 @@ async fn gather(
                     })
                     .collect(),
             })
-            .map_err(|error| describe(&error)),
+            .map_err(|error| failed_read(&error)),
     );
     if !pull.open {
         facts.closed_by = Some(
@@ -436,13 +441,45 @@ async fn gather(
                 .issue(pull.number)
                 .await
                 .map(|issue| issue.closed_by.map(|account| account.login))
-                .map_err(|error| describe(&error)),
+                .map_err(|error| failed_read(&error)),
         );
     }
     let since = session.started_at - Duration::hours(1);
     facts.branch_runs = Some(branch_runs(client, policy, &branch, since, now).await);
     facts.pull = Some(pull);
     Ok(facts)
+}
+
+/// The issue the candidate came from (its record's `issue.number`) and whether it is open. A
+/// record that cannot be read is said and leaves the issue unknown: the outcome is recorded all
+/// the same.
+async fn candidate_issue(
+    context: &StepContext,
+    store: &LedgerStore<'_>,
+    client: &GitHubClient,
+    candidate: &str,
+) -> Option<IssueFact> {
+    let record = match store.read_record(candidate).await {
+        Ok(record) => record?,
+        Err(error) => {
+            context.reporter.warning(&format!(
+                "{candidate}: its record could not be read ({error}): an issue it came from is not commented on"
+            ));
+            return None;
+        }
+    };
+    let record: serde_json::Value = serde_json::from_str(&record).ok()?;
+    let number = issue_task(&record)?.number;
+    let open = client
+        .standalone_issue(number)
+        .await
+        .map_err(|error| failed_read(&error))
+        .and_then(|issue| {
+            issue
+                .map(|issue| issue.state.is_open())
+                .ok_or_else(|| ReadFailure::new(format!("issue #{number} does not exist")))
+        });
+    Some(IssueFact { number, open })
 }
 
 /// The smoke and sweep runs on the candidate branch since the session began.
@@ -454,7 +491,10 @@ async fn branch_runs(
     now: DateTime<Utc>,
 ) -> Read<Vec<RunFact>> {
     let mut runs = Vec::new();
-    for workflow in [&policy.smoke_workflow, &policy.sweep_workflow] {
+    for workflow in [&policy.smoke_workflow, &policy.sweep_workflow]
+        .into_iter()
+        .flatten()
+    {
         let filter = RunFilter {
             branch: Some(branch.to_string()),
             created: Some((since, now + Duration::hours(1))),
@@ -464,7 +504,7 @@ async fn branch_runs(
             Ok(listed) => runs.extend(listed.into_whole()?.iter().map(run_fact)),
             // A workflow file that does not exist has no runs.
             Err(error) if error.is_not_found() => {}
-            Err(error) => return Err(describe(&error)),
+            Err(error) => return Err(failed_read(&error)),
         }
     }
     Ok(runs)
@@ -519,7 +559,7 @@ fn summary(
     if let Some(agent) = agent {
         text.push_str(&format!("Agent run: {}\n\n", agent.describe()));
     }
-    if let Some(group) = applied.group() {
+    if let Some(group) = applied.group(&plan.candidate) {
         let rows: Vec<Vec<String>> = group
             .actions
             .iter()

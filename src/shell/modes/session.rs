@@ -7,29 +7,43 @@
 //! hooks, and the outcome schema. A refusal is exit 0 with `proceed: false`, the reason in the
 //! summary, and nothing written to GitHub.
 //!
+//! A candidate that comes from a labelled issue (contract §13) gets its task quoted as the
+//! maintainers' request, with the issue's last 20 comments by accounts with write permission,
+//! read once adopted (`core::session::request`).
+//!
 //! Requests: the ledger, the branch's pull requests and the candidate's record (3 reads), one
-//! ledger write when adopted.
+//! ledger write when adopted; for an issue's candidate, its comments and one permission read per
+//! comment author.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, Utc};
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::StepContext;
 use super::work_files::write_json_file;
+use crate::adapters::github::GitHubClient;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
+use crate::core::github_state::RepositoryPermission;
 use crate::core::outcome_file::structured_output_schema;
 use crate::core::session::adoption::{
     Adoption, JobIdentity, Refusal, adopt, newest_session, pull_request_refusal,
     session_pull_request,
 };
+use crate::core::session::request::{
+    IssueComment, IssueTask, MaintainersRequest, comment_authors, issue_task, maintainers_request,
+    record_without_task,
+};
 use crate::core::session::{ContextSetting, agent_settings, session_context, shell_quoted};
-use crate::core::snapshot::PullRequestFact;
+use crate::core::snapshot::{PullRequestFact, Read, ReadFailure};
 use crate::shell::cli::SessionArgs;
 use crate::shell::error::StepError;
 use crate::shell::gather::branch_pull_requests;
+use crate::shell::gather::failed_read;
 use crate::shell::github::{RequestReport, connect};
 
 /// The context file's name in the work directory.
@@ -158,12 +172,16 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
             );
         }
     };
+    let request = match issue_task(&record) {
+        Some(task) => Some(read_maintainers_request(client, &task).await),
+        None => None,
+    };
     let written = write_context(
         context,
         &candidate,
         &adoption,
         pull.as_ref(),
-        record,
+        (record_without_task(record), request),
         client.repository(),
     )?;
     let attempt = adoption.attempt();
@@ -200,6 +218,43 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         ))
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
     Ok(())
+}
+
+/// The request of a candidate that comes from a labelled issue: its task quoted, and the issue's
+/// comments with their authors' permissions (read now, one read per author); comments that
+/// cannot be read leave the task alone, with why.
+async fn read_maintainers_request(client: &GitHubClient, task: &IssueTask) -> MaintainersRequest {
+    let comments: Result<Vec<IssueComment>, ReadFailure> = client
+        .comments(task.number)
+        .await
+        .map(|comments| {
+            comments
+                .into_iter()
+                .map(|comment| IssueComment {
+                    author: comment.user.map(|user| user.login),
+                    created_at: comment.created_at,
+                    body: comment.body.unwrap_or_default(),
+                })
+                .collect()
+        })
+        .map_err(|error| failed_read(&error));
+    let authors = comments.as_deref().map(comment_authors).unwrap_or_default();
+    let permissions: BTreeMap<String, Read<RepositoryPermission>> = futures::stream::iter(authors)
+        .map(|author| async move {
+            let permission = client
+                .collaborator_permission(&author)
+                .await
+                .map_err(|error| failed_read(&error));
+            (author, permission)
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    maintainers_request(
+        task,
+        comments.as_deref().map_err(Clone::clone),
+        &permissions,
+    )
 }
 
 fn read_candidate(arguments: &SessionArgs) -> Result<String, StepError> {
@@ -252,7 +307,7 @@ fn write_context(
     candidate: &str,
     adoption: &Adoption,
     pull: Option<&PullRequestFact>,
-    record: Value,
+    (record, maintainers_request): (Value, Option<MaintainersRequest>),
     repository: &str,
 ) -> Result<WrittenContext, StepError> {
     let directory = absolute(&context.directory);
@@ -285,6 +340,7 @@ fn write_context(
         .unwrap_or_else(|| "https://github.com".into());
     let setting = ContextSetting {
         record,
+        maintainers_request,
         repository: repository.to_string(),
         api_url,
         html_url,

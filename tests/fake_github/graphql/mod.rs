@@ -12,12 +12,15 @@
 //!   (`__typename`, lists, non-null propagation), field errors with `type`, `path` and
 //!   `locations`.
 //! - [`resolve`]: the fake's objects and their fields (repository, pull requests, issues and
-//!   the revisions of their bodies, commits, actors, labels, timeline items); [`mutations`]: the draft/ready toggles and `updateRefs`.
+//!   the revisions of their bodies, commits, actors, labels, timeline items), with
+//!   [`resolve_issues`] for the issue connections; [`mutations`]: the draft/ready toggles and
+//!   `updateRefs`.
 
 pub mod checks;
 pub mod execute;
 pub mod mutations;
 pub mod resolve;
+pub mod resolve_issues;
 pub mod schema;
 pub mod validate;
 pub mod values;

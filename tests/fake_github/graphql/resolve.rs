@@ -11,6 +11,10 @@
 //! - connections need `first` or `last` (at most 100), as on GitHub;
 //! - `Repository.issue` resolves issues that are not pull requests (a pull request's number is
 //!   GitHub's `NOT_FOUND`); `Issue.body` is `""` for a body GitHub holds as null;
+//! - `Repository.issues` lists only issues, never pull requests (unlike REST's listing), by
+//!   `states` and `labels` (any of them), oldest first by default, with cursors; an issue's
+//!   `timelineItems` holds its `LabeledEvent`s and `UnlabeledEvent`s with their actors and, once
+//!   closed, a `ClosedEvent`, oldest first, with cursors;
 //! - `userContentEdits` lists the body's revisions newest first (the original, by the author at
 //!   creation time, last; oldest first with `edits_listed_oldest_first`), none for a body never
 //!   edited; it alone takes cursors
@@ -22,7 +26,8 @@ use serde_json::{Map, Value, json};
 use super::super::clock::Timestamp;
 use super::super::prng::user_id;
 use super::super::render;
-use super::super::state::{BodyEdit, PullState, RepoState};
+use super::super::state::{BodyEdit, LabelEvent, PullState, RepoState};
+use super::resolve_issues::{issue_timeline, issues};
 
 /// Commits GitHub lists of one pull request.
 const MAX_PULL_COMMITS: usize = 250;
@@ -46,6 +51,20 @@ pub enum Obj {
     PullRequest(u64),
     /// An issue that is not a pull request.
     Issue(u64),
+    /// A page of the repository's issues.
+    IssueConnection {
+        numbers: Vec<u64>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    /// A page of an issue's timeline.
+    IssueTimelineConnection {
+        items: Vec<Obj>,
+        total: usize,
+        page_info: PageInfo,
+    },
+    /// A label added to (`LabeledEvent`) or removed from (`UnlabeledEvent`) an issue.
+    LabelEvent(LabelEvent),
     /// A page of a body's revisions, newest first.
     UserContentEditConnection {
         edits: Vec<BodyEdit>,
@@ -114,6 +133,10 @@ impl Obj {
             Obj::PullRequestConnection { .. } => "PullRequestConnection",
             Obj::PullRequest(_) => "PullRequest",
             Obj::Issue(_) => "Issue",
+            Obj::IssueConnection { .. } => "IssueConnection",
+            Obj::IssueTimelineConnection { .. } => "IssueTimelineItemsConnection",
+            Obj::LabelEvent(event) if event.labeled => "LabeledEvent",
+            Obj::LabelEvent(_) => "UnlabeledEvent",
             Obj::UserContentEditConnection { .. } => "UserContentEditConnection",
             Obj::UserContentEdit(_) => "UserContentEdit",
             Obj::PageInfo(_) => "PageInfo",
@@ -237,6 +260,17 @@ pub fn field(
                 "id" => Ok(Resolved::leaf(repository_node_id(state, full_name))),
                 "nameWithOwner" => Ok(Resolved::leaf(full_name)),
                 "pullRequests" if this => pull_requests(state, arguments),
+                "issues" if this => issues(state, arguments),
+                "issues" => Ok(Resolved::Object(Obj::IssueConnection {
+                    numbers: Vec::new(),
+                    total: 0,
+                    page_info: PageInfo {
+                        start_cursor: None,
+                        end_cursor: None,
+                        has_next_page: false,
+                        has_previous_page: false,
+                    },
+                })),
                 "pullRequests" => Ok(Resolved::Object(Obj::PullRequestConnection {
                     numbers: Vec::new(),
                     total: 0,
@@ -286,12 +320,53 @@ pub fn field(
             };
             match field {
                 "number" => Ok(Resolved::leaf(issue.number)),
+                "title" => Ok(Resolved::leaf(&issue.title)),
                 "body" => Ok(Resolved::leaf(issue.body.clone().unwrap_or_default())),
+                "url" => Ok(Resolved::leaf(format!(
+                    "{}/{}/issues/{}",
+                    render::HTML_BASE,
+                    state.full_name(),
+                    issue.number
+                ))),
+                "createdAt" => Ok(Resolved::leaf(issue.created_at)),
+                "locked" => Ok(Resolved::leaf(issue.lock.is_some())),
                 "author" => Ok(Resolved::Object(Obj::Actor(issue.author.clone()))),
+                "labels" => label_connection(state, issue.labels.clone(), arguments),
+                "timelineItems" => issue_timeline(state, *number, arguments),
                 "userContentEdits" => user_content_edits(state, *number, arguments),
                 _ => unresolved(),
             }
         }
+        Obj::IssueConnection {
+            numbers,
+            total,
+            page_info,
+        } => match field {
+            "nodes" => Ok(Resolved::objects(numbers.iter().copied().map(Obj::Issue))),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            "pageInfo" => Ok(Resolved::Object(Obj::PageInfo(page_info.clone()))),
+            _ => unresolved(),
+        },
+        Obj::IssueTimelineConnection {
+            items,
+            total,
+            page_info,
+        } => match field {
+            "nodes" => Ok(Resolved::objects(items.iter().cloned())),
+            "totalCount" => Ok(Resolved::leaf(total)),
+            "pageInfo" => Ok(Resolved::Object(Obj::PageInfo(page_info.clone()))),
+            _ => unresolved(),
+        },
+        Obj::LabelEvent(event) => match field {
+            "actor" => Ok(event
+                .actor
+                .clone()
+                .map(|login| Resolved::Object(Obj::Actor(login)))
+                .unwrap_or(Resolved::Null)),
+            "createdAt" => Ok(Resolved::leaf(event.at)),
+            "label" => Ok(Resolved::Object(Obj::Label(event.label.clone()))),
+            _ => unresolved(),
+        },
         Obj::UserContentEditConnection {
             edits,
             total,
@@ -482,11 +557,11 @@ pub(super) fn page<T>(
 }
 
 /// A cursor of the `userContentEdits` connection: the position of an edit, newest first.
-fn edit_cursor(position: usize) -> String {
+pub(super) fn edit_cursor(position: usize) -> String {
     format!("Y3Vyc29yOnYyOpK{position:08}")
 }
 
-fn edit_position(cursor: &str) -> Option<usize> {
+pub(super) fn edit_position(cursor: &str) -> Option<usize> {
     cursor.strip_prefix("Y3Vyc29yOnYyOpK")?.parse().ok()
 }
 
@@ -553,7 +628,7 @@ fn user_content_edits(
     }))
 }
 
-fn strings(arguments: &Map<String, Value>, name: &str) -> Option<Vec<String>> {
+pub(super) fn strings(arguments: &Map<String, Value>, name: &str) -> Option<Vec<String>> {
     arguments.get(name)?.as_array().map(|items| {
         items
             .iter()
@@ -564,7 +639,7 @@ fn strings(arguments: &Map<String, Value>, name: &str) -> Option<Vec<String>> {
 }
 
 /// `(field, direction)` of an `orderBy` argument.
-fn order(arguments: &Map<String, Value>) -> Option<(String, bool)> {
+pub(super) fn order(arguments: &Map<String, Value>) -> Option<(String, bool)> {
     let order = arguments.get("orderBy")?.as_object()?;
     let field = order.get("field")?.as_str()?.to_string();
     let descending = order.get("direction").and_then(Value::as_str) == Some("DESC");
@@ -630,6 +705,25 @@ fn pull_requests(state: &RepoState, arguments: &Map<String, Value>) -> FieldResu
     }))
 }
 
+/// An issue's or pull request's labels as a `LabelConnection`, in the order asked for.
+fn label_connection(
+    state: &RepoState,
+    mut names: Vec<String>,
+    arguments: &Map<String, Value>,
+) -> FieldResult {
+    let (order_field, descending) = order(arguments).unwrap_or(("CREATED_AT".into(), false));
+    if order_field == "NAME" {
+        names.sort();
+    } else {
+        names.sort_by_key(|name| state.labels.get(name).map(|label| label.id));
+    }
+    if descending {
+        names.reverse();
+    }
+    let (names, total) = page(names, arguments, "labels")?;
+    Ok(Resolved::Object(Obj::LabelConnection { names, total }))
+}
+
 fn git_object(state: &RepoState, arguments: &Map<String, Value>) -> Resolved {
     let sha = match (text(arguments, "oid"), text(arguments, "expression")) {
         (Some(oid), _) => Some(oid.to_string()).filter(|oid| state.commits.contains_key(oid)),
@@ -685,21 +779,7 @@ fn pull_request_field(
             .map(|full_name| Resolved::Object(Obj::Repository { full_name }))
             .unwrap_or(Resolved::Null),
         "author" => Resolved::Object(Obj::Actor(pull.author.clone())),
-        "labels" => {
-            let mut names = pull.labels.clone();
-            let (order_field, descending) =
-                order(arguments).unwrap_or(("CREATED_AT".into(), false));
-            if order_field == "NAME" {
-                names.sort();
-            } else {
-                names.sort_by_key(|name| state.labels.get(name).map(|label| label.id));
-            }
-            if descending {
-                names.reverse();
-            }
-            let (names, total) = page(names, arguments, "labels")?;
-            Resolved::Object(Obj::LabelConnection { names, total })
-        }
+        "labels" => label_connection(state, pull.labels.clone(), arguments)?,
         "timelineItems" => {
             let mut items: Vec<(Timestamp, &str, Obj)> = pull_commits(state, number)
                 .into_iter()

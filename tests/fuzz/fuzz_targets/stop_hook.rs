@@ -10,6 +10,7 @@ use klaud::core::session::stop::{
     HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_pull_requests,
     with_sweep_runs,
 };
+use klaud::core::snapshot::ReadFailure;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -56,13 +57,14 @@ fuzz_target!(|data: &[u8]| {
     match first_step(&event, Ok(&context), &outcome, now) {
         StopStep::Answer(answer) => check(&answer),
         _ => {
-            for pulls in [Ok(&[][..]), Err("a failed read".to_string())] {
+            for pulls in [Ok(&[][..]), Err(ReadFailure::new("a failed read"))] {
                 match with_pull_requests(&context, &outcome, pulls) {
                     StopStep::Answer(answer) => check(&answer),
                     StopStep::NeedsSweepRuns { pull_request, head_sha } => {
                         check(&with_sweep_runs(&context, pull_request, &head_sha, Ok(&[])));
                     }
                     StopStep::NeedsPullRequests => panic!("asked for the pull requests twice"),
+                    StopStep::NeedsIssue { .. } => panic!("asked for the issue last"),
                 }
             }
         }

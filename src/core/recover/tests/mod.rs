@@ -16,8 +16,8 @@ use crate::core::outcome::Outcome;
 use crate::core::plan::LedgerExpectation;
 use crate::core::policy::tests::inferencex_policy;
 use crate::core::snapshot::{
-    CommitFact, CommitsFact, IssueFact, JobFact, Listed, PullRequestFact, RefFact, RunFact,
-    RunState, Snapshot,
+    CandidateIssue, CommitFact, CommitsFact, IssueFact, JobFact, Listed, PullRequestFact, RefFact,
+    RunFact, RunState, Snapshot,
 };
 
 const BOT: &str = "Klaud-Cold";
@@ -614,5 +614,48 @@ fn a_verdict_has_one_spelling_in_logs_and_files() {
             serde_json::json!(verdict.name())
         );
         assert_eq!(verdict.to_string(), verdict.name());
+    }
+}
+
+#[test]
+fn a_reconciled_session_whose_issue_was_closed_ends_retired_and_its_draft_is_cleaned_up() {
+    let mut world = World::new();
+    world.bot_draft("issue-4", 7);
+    world.session("issue-4", SessionState::Live, FINISHED_PARENT, Some(7));
+    let unread = world.plan();
+    assert_eq!(
+        report(&unread, "issue-4").verdict,
+        Verdict::Skipped,
+        "waits for the issue it came from"
+    );
+    assert!(
+        details_needed(&world.snapshot, &world.policy, &context())
+            .candidate_issues
+            .contains("issue-4")
+    );
+
+    world
+        .snapshot
+        .candidate_issues
+        .insert("issue-4".into(), Ok(CandidateIssue::Closed(4)));
+    let plan = world.plan();
+    assert_eq!(report(&plan, "issue-4").outcome, Some(Outcome::Retired));
+    assert!(
+        report(&plan, "issue-4")
+            .reason
+            .contains("its issue #4 was closed")
+    );
+    assert!(actions(&plan, "issue-4").contains(&"close #7".to_string()));
+
+    // Open, or unreadable: not retired.
+    for read in [Ok(CandidateIssue::Open(4)), Err("HTTP 502".into())] {
+        world
+            .snapshot
+            .candidate_issues
+            .insert("issue-4".into(), read);
+        assert_eq!(
+            report(&world.plan(), "issue-4").outcome,
+            Some(Outcome::NoOutcome)
+        );
     }
 }

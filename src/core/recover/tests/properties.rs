@@ -240,7 +240,7 @@ fn build(specs: &[CandidateSpec]) -> World {
                 pull.labels.push("klaud-handoff".into());
             }
             let commits = match &open.commits {
-                Commits::Failed => Err("GET /pulls/commits: HTTP 502".to_string()),
+                Commits::Failed => Err("GET /pulls/commits: HTTP 502".into()),
                 Commits::Listed {
                     commits,
                     complete,
@@ -268,7 +268,7 @@ fn build(specs: &[CandidateSpec]) -> World {
             };
             world.snapshot.commits.insert(number, commits);
             let sweeps = match &open.sweeps {
-                Sweeps::Failed => Err("GET /runs: HTTP 502".to_string()),
+                Sweeps::Failed => Err("GET /runs: HTTP 502".into()),
                 Sweeps::Listed { runs, complete } => {
                     let runs = runs
                         .iter()
@@ -427,9 +427,7 @@ fn answer_details(world: &mut World) {
             snapshot.planner_jobs.insert(id, Ok(Vec::new()));
         }
         for number in needed.commits {
-            snapshot
-                .commits
-                .insert(number, Err("not found".to_string()));
+            snapshot.commits.insert(number, Err("not found".into()));
         }
         for branch in needed.sweeps {
             snapshot
@@ -437,7 +435,7 @@ fn answer_details(world: &mut World) {
                 .insert(branch, Ok(Listed::complete(Vec::new())));
         }
         for number in needed.issues {
-            snapshot.issues.insert(number, Err("not found".to_string()));
+            snapshot.issues.insert(number, Err("not found".into()));
         }
         for branch in needed.branch_pull_requests {
             snapshot.branch_pull_requests.insert(branch, Ok(Vec::new()));

@@ -1,6 +1,7 @@
 //! Applying `finish`'s plan through the one executor (`shell::execute`): the plan becomes one
 //! action group — the session's runs cancelled and waited for (bounded), then, behind the
-//! re-check of the pull request, the receipt and each change. A change GitHub refuses stops the
+//! re-check of the pull request, the receipt and each change — and, for a candidate that came
+//! from an issue, a second group with klaud's comment on the issue. A change GitHub refuses stops the
 //! rest, which the next recovery pass finishes. A dry run goes through the same group with its
 //! writes recorded.
 
@@ -11,7 +12,10 @@ use serde::Serialize;
 
 use super::inputs::FinishInputs;
 use crate::core::finish::{FinishPlan, receipt_body};
+use crate::core::finish_issue::issue_comment_body;
 use crate::core::ledger::Session;
+use crate::core::plan::ActionGroup;
+use crate::core::policy::Policy;
 use crate::shell::execute::{
     ActionResult, Clearance, ExecuteSettings, Execution, GroupRecord, execute,
 };
@@ -33,28 +37,33 @@ pub struct Applied {
 }
 
 impl Applied {
-    /// The plan's group, when it had one.
-    pub fn group(&self) -> Option<&GroupRecord> {
-        self.execution.groups.first()
+    /// The plan's group (the candidate's pull request and branch), when it had one.
+    pub fn group(&self, candidate: &str) -> Option<&GroupRecord> {
+        self.execution
+            .groups
+            .iter()
+            .find(|group| group.subject == candidate)
     }
 
-    /// One line per action and what became of it.
+    /// One line per action of every group and what became of it.
     pub fn lines(&self) -> Vec<String> {
-        self.group()
-            .into_iter()
+        self.execution
+            .groups
+            .iter()
             .flat_map(|group| &group.actions)
             .map(|record| format!("{}: {}", record.description, record.result.describe()))
             .collect()
     }
 }
 
-/// Applies `plan` as one group.
+/// Applies `plan` as one group, and the comment on the candidate's issue (when it came from one)
+/// as another that rests on no pull request.
 pub async fn apply(
     connection: &GitHubConnection,
     plan: &FinishPlan,
     inputs: &FinishInputs,
     session: &Session,
-    bot: &str,
+    policy: &Policy,
     now: DateTime<Utc>,
     cancel_wait: Duration,
 ) -> Applied {
@@ -64,7 +73,14 @@ pub async fn apply(
         &inputs.agent_outcome,
         inputs.reason_code.as_deref(),
     );
-    let Some(group) = plan.action_group(body, session.parent_run) else {
+    let agent_ran = inputs.agent_outcome != "skipped";
+    let issue_comment = issue_comment_body(plan, &session.family, policy, agent_ran, now);
+    let groups: Vec<ActionGroup> = plan
+        .action_group(body, session.parent_run)
+        .into_iter()
+        .chain(plan.issue_comment_group(issue_comment))
+        .collect();
+    if groups.is_empty() {
         return Applied {
             execution: Execution {
                 dry_run: connection.client.records_writes(),
@@ -74,19 +90,17 @@ pub async fn apply(
         };
     };
     let settings = ExecuteSettings {
-        bot: bot.to_string(),
+        bot: policy.bot.clone(),
         now,
         cancel_wait,
         reserve: 0,
     };
-    let execution = execute(
-        connection,
-        &settings,
-        std::slice::from_ref(&group),
-        &[Clearance::Cleared],
-    )
-    .await;
-    let record = execution.groups.first();
+    let clearances = vec![Clearance::Cleared; groups.len()];
+    let execution = execute(connection, &settings, &groups, &clearances).await;
+    let record = execution
+        .groups
+        .iter()
+        .find(|group| group.subject == plan.candidate);
     let stopped = record.and_then(GroupRecord::stopped_at);
     let (failure, dropped) = match stopped.map(|record| (&record.result, record)) {
         Some((ActionResult::Dropped(reason), _)) => (None, Some(reason.clone())),
@@ -100,6 +114,13 @@ pub async fn apply(
         ),
         Some((ActionResult::Done(_), _)) | None => (None, None),
     };
+    let issue_failure = execution
+        .groups
+        .iter()
+        .filter(|group| group.subject != plan.candidate)
+        .find_map(GroupRecord::stopped_at)
+        .map(|record| format!("{}: {}", record.description, record.result.describe()));
+    let failure = failure.or(issue_failure);
     Applied {
         cancelled: record.map(GroupRecord::cancelled_runs).unwrap_or_default(),
         execution,
