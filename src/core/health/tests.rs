@@ -524,7 +524,7 @@ fn without_a_sweep_workflow_nothing_failed_or_pending_is_passing() {
         "COMPLETED",
         Some("SUCCESS"),
     );
-    assert_eq!(health_of(&[ci.clone()], None), Health::Passing);
+    assert_eq!(health_of(std::slice::from_ref(&ci), None), Health::Passing);
     assert_eq!(health_of(&[], None), Health::Passing);
     let running = workflow_check(".github/workflows/ci.yml", 2, 2, "QUEUED", None);
     assert_eq!(health_of(&[ci, running], None), Health::Running);
