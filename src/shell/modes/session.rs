@@ -4,8 +4,9 @@
 //! the ledger's compare-and-swap (`core::session::adoption`) and writes what the agent gets:
 //! `session.json` (the candidate's record as `select` claimed it, the branch, the pull request,
 //! earlier attempts with their notes, the deadline), the agent CLI's settings with klaud's
-//! hooks, and the outcome schema. A refusal is exit 0 with `proceed: false`, the reason in the
-//! summary, and nothing written to GitHub.
+//! hooks, the outcome schema and the run's own cap (`max-budget-usd`, `core::cost::run_cap`). A
+//! refusal — a spent day's budget among them — is exit 0 with `proceed: false`, the reason in
+//! the summary, and nothing written to GitHub.
 //!
 //! Requests: the ledger, the branch's pull requests and the candidate's record (3 reads), one
 //! ledger write when adopted.
