@@ -30,7 +30,7 @@ use serde_yaml_ng::Value;
 const NON_FLAG_VARIABLES: [&str; 2] = ["KLAUD_MODE", "KLAUD_EXECUTABLE"];
 
 /// The outputs of the `session` mode (contract §9), in the order action.yml declares them.
-const SESSION_OUTPUTS: [&str; 9] = [
+const SESSION_OUTPUTS: [&str; 10] = [
     "proceed",
     "context-file",
     "outcome-file",
@@ -40,6 +40,7 @@ const SESSION_OUTPUTS: [&str; 9] = [
     "time-limit-minutes",
     "attempt",
     "resume",
+    "max-budget-usd",
 ];
 
 fn action() -> Value {
@@ -231,6 +232,7 @@ fn every_declared_output_is_one_the_binary_writes() {
         time_limit_minutes: "330".into(),
         attempt: String::new(),
         resume: false,
+        max_budget_usd: String::new(),
         requests,
     };
     let discover = DiscoverOutputs {

@@ -1,7 +1,8 @@
 //! The real agent CLI against the scripted model server (`agent_support/`): a scripted `Bash`
 //! call runs, a Stop hook's block reaches the model and buys one more turn, a `PostToolUse`
-//! hook's context reaches the next request, side requests leave the script alone, and the
-//! time limit kills the CLI and the commands it started.
+//! hook's context reaches the next request, side requests leave the script alone, the
+//! time limit kills the CLI and the commands it started, and `--max-budget-usd` stops a run
+//! whose turns cost more.
 
 #[path = "agent_support/mod.rs"]
 mod agent_support;
@@ -538,4 +539,57 @@ fn two_runs_at_once_are_answered_each_from_the_script_its_conversation_picks() {
     );
     assert_script_used_exactly(&server);
     assert_eq!(server.unmatched_conversations(), Vec::<String>::new());
+}
+
+/// `--max-budget-usd`, as the session workflow passes `session`'s `max-budget-usd`: a turn
+/// whose answer reports a million output tokens costs dollars, more than the cap, and the CLI
+/// stops the run right after it with `error_max_budget_usd` — before running the command that
+/// turn asked for, and without asking for another turn; the result carries the cost.
+#[test]
+fn a_run_past_its_max_budget_usd_stops_with_error_max_budget_usd_and_its_cost() {
+    let work = tempfile::tempdir().unwrap();
+    let server = ModelServer::start([
+        Turn::bash("printf spent > spent.txt", "spend the budget").usage(1_000, 1_000_000),
+        Turn::text("never asked for"),
+    ]);
+
+    let outcome = AgentRun::new(agent_cli())
+        .model_server(&server)
+        .prompt("spend the budget")
+        .cwd(work.path())
+        .allowed_tools("Bash")
+        .arg("--max-budget-usd")
+        .arg("0.05")
+        .timeout(Duration::from_secs(30))
+        .run();
+
+    let result = outcome.result();
+    assert_eq!(
+        result["subtype"],
+        "error_max_budget_usd",
+        "{}",
+        outcome.describe()
+    );
+    assert_eq!(result["is_error"], true, "{}", outcome.describe());
+    let cost = result["total_cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.05, "the cost is past the cap: {cost}");
+    assert_ne!(
+        outcome.finished.exit_code,
+        Some(0),
+        "{}",
+        outcome.describe()
+    );
+    assert_eq!(
+        server.agent_loop_requests().len(),
+        1,
+        "one turn, then the stop"
+    );
+    assert!(
+        !work.path().join("spent.txt").exists(),
+        "the CLI stops before running the command of the turn that passed the cap"
+    );
+    assert_eq!(server.turns_left(), 1);
+    let record = klaud::core::execution::read_execution_file(&result.to_string()).unwrap();
+    assert!(record.stopped_on_budget(), "{record:?}");
+    assert_eq!(record.cost_usd, Some(cost));
 }

@@ -437,6 +437,16 @@ const ROWS: &[(&str, &str, Change)] = &[
     ),
     (
         "every mode",
+        "config: `budget: {session-usd: -1}` (not a positive amount)",
+        |run| run.file("klaud.yml", "budget:\n  session-usd: -1\n"),
+    ),
+    (
+        "every mode",
+        "config: `budget: {session-usd: .inf}` (not a finite amount)",
+        |run| run.file("klaud.yml", "budget:\n  session-usd: .inf\n"),
+    ),
+    (
+        "every mode",
         "config: `dashboard: {label: 'a,b'}` (a comma would split the listing's filter)",
         |run| run.file("klaud.yml", "dashboard:\n  label: 'a,b'\n"),
     ),

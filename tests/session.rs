@@ -38,6 +38,10 @@ fn the_planner_run_adopts_its_session_and_the_agent_gets_everything() {
     assert_eq!(outputs["attempt"], "1");
     assert_eq!(outputs["resume"], "false");
     assert_eq!(outputs["time-limit-minutes"], "330");
+    assert_eq!(
+        outputs["max-budget-usd"], "",
+        "no budget configured: no cap"
+    );
     let deadline = DateTime::parse_from_rfc3339(&outputs["deadline"]).unwrap();
     let minutes = (deadline.with_timezone(&Utc) - now()).num_minutes();
     assert!((328..=330).contains(&minutes), "{minutes}");
@@ -748,4 +752,60 @@ fn an_issues_candidate_gets_the_task_and_the_writers_comments_quoted_as_the_main
     let (stdout, reads) = check_stop(&server, &pass, &stop_input());
     assert_eq!(decision(&stdout), None, "let go: {stdout}");
     assert_eq!(reads, 1, "the issue only");
+}
+
+#[test]
+fn the_run_gets_the_least_of_its_budgets_and_a_spent_day_starts_no_agent_with_nothing_written() {
+    let mut world = World::new();
+    claimed(&mut world, "a", PLANNER_RUN);
+    // Another candidate's session finished an hour ago; its agent cost $6.25.
+    let mut costly = attempt(1, 71_000_000_001, 400, Some(AttemptEnd::Finished));
+    costly.agent = Some(klaud::core::execution::AgentRecord {
+        cost_usd: Some(6.25),
+        ..Default::default()
+    });
+    world
+        .session("b", SessionState::Finished, 71_000_000_001, None)
+        .attempts
+        .push(costly);
+    let server = world.start();
+
+    let spent = Pass::new(PLANNER_RUN);
+    std::fs::write(
+        spent.path("klaud.yml"),
+        format!("bot: {BOT}\nbudget:\n  daily-usd: 6.25\n  session-usd: 2\n"),
+    )
+    .unwrap();
+    let log = session_step(&server, &spent, "a");
+    assert_eq!(spent.outputs()["proceed"], "false", "{log}");
+    assert_eq!(spent.outputs()["max-budget-usd"], "");
+    assert!(
+        spent.summary().contains(
+            "the daily budget is used up ($6.25 recorded in the last 24 hours, budget $6.25): no agent run starts"
+        ),
+        "{}",
+        spent.summary()
+    );
+    assert_eq!(writes(&server), Vec::<String>::new(), "nothing written");
+
+    let with_room = Pass::new(PLANNER_RUN);
+    std::fs::write(
+        with_room.path("klaud.yml"),
+        format!("bot: {BOT}\nbudget:\n  daily-usd: 10\n  session-usd: 5\n"),
+    )
+    .unwrap();
+    session_step(&server, &with_room, "a");
+    let outputs = with_room.outputs();
+    assert_eq!(outputs["proceed"], "true", "{}", with_room.summary());
+    assert_eq!(
+        outputs["max-budget-usd"], "3.75",
+        "what is left of the day is less than the session's budget"
+    );
+    assert!(
+        with_room.summary().contains(
+            "the run's cap: $3.75 (what is left of budget.daily-usd in the last 24 hours)"
+        ),
+        "{}",
+        with_room.summary()
+    );
 }

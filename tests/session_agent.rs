@@ -11,9 +11,12 @@
 //! - `validated` without a successful sweep on the pull request's head is blocked with why;
 //! - a session past its (1-minute) deadline is parked, resumed by `recover`, adopted by a fresh
 //!   job whose context holds attempt 1's note and pull request, and ends `validated`;
-//! - out of attempts, it ends `no-outcome`.
+//! - out of attempts, it ends `no-outcome`;
 //! - a labelled issue's task reaches the agent through `session.json` quoted as the maintainers'
-//!   request, an instruction in its body only as quoted data.
+//!   request, an instruction in its body only as quoted data;
+//! - given `session`'s `max-budget-usd`, a run whose turn costs more is stopped by the CLI
+//!   (`error_max_budget_usd`), and `finish` ends the session `no-outcome` with reason `budget`,
+//!   its cost in the ledger, past its deadline and with jobs left yet never parked.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 #![allow(clippy::duplicate_mod)] // agent_support and recover_support each bring step_support
@@ -46,9 +49,21 @@ fn agent_step(
     model: &ModelServer,
     limit: Duration,
 ) -> AgentOutcome {
+    agent_run(server, pass, model, limit).run()
+}
+
+/// The agent step as it is about to run, for a test to add arguments to.
+fn agent_run(
+    server: &FakeGitHubHandle,
+    pass: &Pass,
+    model: &ModelServer,
+    limit: Duration,
+) -> AgentRun {
     let outputs = pass.outputs();
     let settings: Value = serde_json::from_str(&outputs["agent-settings"]).unwrap();
-    let work = tempfile::tempdir().unwrap();
+    // The agent's working directory lives as long as the pass.
+    let work = pass.path("agent-work");
+    std::fs::create_dir_all(&work).unwrap();
     AgentRun::new(agent_cli())
         .model_server(model)
         .prompt(format!(
@@ -56,7 +71,7 @@ fn agent_step(
             outputs["context-file"], outputs["outcome-file"]
         ))
         .settings_json(settings)
-        .cwd(work.path())
+        .cwd(work)
         .allowed_tools("Bash")
         .env("GH_TOKEN", BOT_TOKEN)
         .env("GITHUB_REPOSITORY", "acme/bench")
@@ -67,7 +82,6 @@ fn agent_step(
         .env("KLAUD_CONFIG", pass.path("klaud.yml"))
         .env("KLAUD_DIRECTORY", pass.path("agent-out"))
         .timeout(limit)
-        .run()
 }
 
 /// A `Bash` command writing `json` to the outcome file.
@@ -90,24 +104,29 @@ fn note_turn(pass: &Pass, text: &str) -> Turn {
 }
 
 fn finish(server: &FakeGitHubHandle, pass: &Pass, agent_outcome: &str) -> String {
+    finish_with(server, pass, agent_outcome, &[])
+}
+
+/// `finish` as the workflow runs it, with `more` arguments (an execution file).
+fn finish_with(
+    server: &FakeGitHubHandle,
+    pass: &Pass,
+    agent_outcome: &str,
+    more: &[&str],
+) -> String {
     let outcome_file = pass.outputs()["outcome-file"].clone();
-    let (code, stdout, stderr) = run_mode(
-        server,
-        pass,
-        "finish",
-        &[
-            "--candidate",
-            "a",
-            "--agent-outcome",
-            agent_outcome,
-            "--cancel-wait",
-            "0",
-            "--outcome-file",
-            &outcome_file,
-        ],
-        |_| {},
-        "",
-    );
+    let mut arguments = vec![
+        "--candidate",
+        "a",
+        "--agent-outcome",
+        agent_outcome,
+        "--cancel-wait",
+        "0",
+        "--outcome-file",
+        &outcome_file,
+    ];
+    arguments.extend_from_slice(more);
+    let (code, stdout, stderr) = run_mode(server, pass, "finish", &arguments, |_| {}, "");
     assert_eq!(code, 0, "{stdout}{stderr}");
     stdout + &stderr
 }
@@ -364,4 +383,81 @@ fn the_agent_reads_an_issues_task_from_session_json_quoted_as_the_maintainers_re
         1,
         "only quoted, never as the candidate's own field: {context}"
     );
+}
+
+#[test]
+fn a_run_stopped_on_its_max_budget_usd_ends_no_outcome_for_budget_with_its_cost_never_parked() {
+    let (server, number) = a_claimed_draft();
+    let pass = Pass::new(PLANNER_RUN);
+    std::fs::write(
+        pass.path("klaud.yml"),
+        format!(
+            "bot: {BOT}\nbudget:\n  daily-usd: 20\n  session-usd: 0.05\nsession:\n  time-limit-minutes: 1\n  wrap-up-minutes: 0\n"
+        ),
+    )
+    .unwrap();
+    session_step(&server, &pass, "a");
+    let cap = pass.outputs()["max-budget-usd"].clone();
+    assert_eq!(cap, "0.05", "{}", pass.summary());
+    let model = ModelServer::start([
+        note_turn(&pass, "reading the smoke logs").usage(1_000, 1_000_000),
+        Turn::text("never asked for"),
+    ]);
+    let run = agent_run(&server, &pass, &model, Duration::from_secs(90))
+        .arg("--max-budget-usd")
+        .arg(&cap)
+        .run();
+    assert_eq!(
+        run.result()["subtype"],
+        "error_max_budget_usd",
+        "{}",
+        run.describe()
+    );
+    let cost = run.result()["total_cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.05, "{cost}");
+    assert_eq!(
+        model.turns_left(),
+        1,
+        "stopped after the turn that passed the cap"
+    );
+    let execution_file = pass.path("execution.json");
+    std::fs::write(&execution_file, run.result().to_string()).unwrap();
+    // Past the attempt's (1-minute) deadline with jobs left: without the budget stop, a failed
+    // step without an outcome would be parked.
+    let deadline: DateTime<Utc> = pass.outputs()["deadline"].parse().unwrap();
+    if let Ok(wait) = (deadline - Utc::now()).to_std() {
+        std::thread::sleep(wait + Duration::from_secs(1));
+    }
+
+    let log = finish_with(
+        &server,
+        &pass,
+        "failure",
+        &["--execution-file", execution_file.to_str().unwrap()],
+    );
+    assert_eq!(pass.outputs()["outcome"], "no-outcome", "{log}");
+    assert_eq!(pass.outputs()["cleanup"], "done", "{log}");
+    assert!(log.contains("reason budget, never parked"), "{log}");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(pass.path("out/finish.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["reason-code"], "budget");
+    assert_eq!(record["agent-result"]["subtype"], "error_max_budget_usd");
+    let session = stored_ledger(&server).sessions.remove(0);
+    assert_eq!(session.state, SessionState::Finished);
+    assert_eq!(
+        session.outcome,
+        Some(klaud::core::outcome::Outcome::NoOutcome)
+    );
+    assert_eq!(session.attempts[0].end, Some(AttemptEnd::Finished));
+    let kept = session.attempts[0].agent.as_ref().unwrap();
+    assert_eq!(kept.cost_usd, Some(cost), "its cost is recorded");
+    assert!(kept.stopped_on_budget());
+    let pull = server.with_state(|state| state.pulls[&number].clone());
+    assert_eq!(
+        pull.state,
+        PullState::Closed,
+        "not parked: closed as no-outcome"
+    );
+    assert!(!pull.labels.iter().any(|label| label == "klaud-parked"));
 }

@@ -2,8 +2,10 @@
 //! execution record once, on the attempt `session` adopted or as a job nobody adopted
 //! ([`Session::agent_runs`]), so the cost of a window is the sum over the agent runs recorded in
 //! it, parked sessions' included. From it: whether the daily budget is used up (`select`
-//! starts nothing and `recover` resumes nothing then), and the cost and sessions per outcome
-//! over the last days that `status` shows.
+//! starts nothing and `recover` resumes nothing then), a run's own cap (`session`'s
+//! `max-budget-usd`: the least of `budget.session-usd` and what is left of the daily budget, or
+//! no run at all when less than a cent is left), and the cost and sessions per outcome over the
+//! last days that `status` shows.
 
 use std::collections::BTreeMap;
 
@@ -67,6 +69,94 @@ pub fn budget_exhausted(
     (recorded_usd >= budget_usd).then_some(BudgetExhausted {
         recorded_usd,
         budget_usd,
+    })
+}
+
+/// A run's own cap (contract §10): what one agent run may spend, and which budget bounds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunCap {
+    /// Neither `budget.session-usd` nor `budget.daily-usd` is configured.
+    Uncapped,
+    /// The run may spend at most `usd`.
+    Capped { usd: f64, bound: RunCapBound },
+}
+
+/// Which budget a run's cap comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunCapBound {
+    /// `budget.session-usd`, the smaller of the two.
+    Session,
+    /// What is left of `budget.daily-usd` in the last 24 hours, rounded down to the cent.
+    DailyRemainder,
+}
+
+impl RunCap {
+    /// The agent CLI's `--max-budget-usd` value (`2.5`, `0.37`), or empty without a cap.
+    pub fn max_budget_usd(&self) -> String {
+        match self {
+            RunCap::Uncapped => String::new(),
+            RunCap::Capped { usd, .. } => usd.to_string(),
+        }
+    }
+
+    /// One line for logs and summaries.
+    pub fn describe(&self) -> String {
+        match self {
+            RunCap::Uncapped => "no cap (no budget configured)".to_string(),
+            RunCap::Capped {
+                usd,
+                bound: RunCapBound::Session,
+            } => format!("${usd:.2} (budget.session-usd)"),
+            RunCap::Capped {
+                usd,
+                bound: RunCapBound::DailyRemainder,
+            } => format!(
+                "${usd:.2} (what is left of budget.daily-usd in the last {BUDGET_WINDOW_HOURS} hours)"
+            ),
+        }
+    }
+}
+
+/// What is left of the daily budget, in whole cents: a float error of a sum of costs never
+/// turns a cent left into none.
+fn cents_left(budget_usd: f64, recorded_usd: f64) -> i64 {
+    ((budget_usd - recorded_usd) * 100.0 + 1e-6).floor() as i64
+}
+
+/// The cap of an agent run starting at `now`: the least of the session budget and what is left
+/// of the daily budget in the 24 hours before `now` (rounded down to the cent, so the run never
+/// spends past the day). `Err` when the daily budget has less than a cent left: no agent run
+/// starts then.
+pub fn run_cap(
+    ledger: &Ledger,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Result<RunCap, BudgetExhausted> {
+    let session = policy.session_budget_usd.map(|usd| RunCap::Capped {
+        usd,
+        bound: RunCapBound::Session,
+    });
+    let Some(budget_usd) = policy.daily_budget_usd else {
+        return Ok(session.unwrap_or(RunCap::Uncapped));
+    };
+    let recorded_usd = recorded_cost_since(ledger, now - Duration::hours(BUDGET_WINDOW_HOURS));
+    let cents = cents_left(budget_usd, recorded_usd);
+    if cents <= 0 {
+        return Err(BudgetExhausted {
+            recorded_usd,
+            budget_usd,
+        });
+    }
+    let remainder = cents as f64 / 100.0;
+    Ok(match policy.session_budget_usd {
+        Some(usd) if usd <= remainder => RunCap::Capped {
+            usd,
+            bound: RunCapBound::Session,
+        },
+        _ => RunCap::Capped {
+            usd: remainder,
+            bound: RunCapBound::DailyRemainder,
+        },
     })
 }
 
@@ -239,6 +329,91 @@ mod tests {
             budget_exhausted(&ledger(), &with_budget(1.0), now() + Duration::hours(24)),
             None
         );
+    }
+
+    fn capped(daily_usd: Option<f64>, session_usd: Option<f64>) -> Policy {
+        Policy {
+            daily_budget_usd: daily_usd,
+            session_budget_usd: session_usd,
+            ..inferencex_policy()
+        }
+    }
+
+    #[test]
+    fn a_run_without_any_budget_is_uncapped() {
+        let cap = run_cap(&ledger(), &capped(None, None), now()).unwrap();
+        assert_eq!(cap, RunCap::Uncapped);
+        assert_eq!(cap.max_budget_usd(), "");
+    }
+
+    #[test]
+    fn the_session_budget_alone_caps_every_run() {
+        let cap = run_cap(&ledger(), &capped(None, Some(2.5)), now()).unwrap();
+        assert_eq!(
+            cap,
+            RunCap::Capped {
+                usd: 2.5,
+                bound: RunCapBound::Session
+            }
+        );
+        assert_eq!(cap.max_budget_usd(), "2.5");
+    }
+
+    #[test]
+    fn the_run_gets_the_least_of_the_session_budget_and_the_days_remainder() {
+        // $9 recorded in the last 24 hours (the fixture's ledger).
+        let remainder = run_cap(&ledger(), &capped(Some(12.5), Some(5.0)), now()).unwrap();
+        assert_eq!(
+            remainder,
+            RunCap::Capped {
+                usd: 3.5,
+                bound: RunCapBound::DailyRemainder
+            }
+        );
+        assert_eq!(remainder.max_budget_usd(), "3.5");
+        let session = run_cap(&ledger(), &capped(Some(20.0), Some(5.0)), now()).unwrap();
+        assert_eq!(
+            session,
+            RunCap::Capped {
+                usd: 5.0,
+                bound: RunCapBound::Session
+            }
+        );
+        let daily_only = run_cap(&ledger(), &capped(Some(20.0), None), now()).unwrap();
+        assert_eq!(daily_only.max_budget_usd(), "11");
+        // A day later the same jobs are out of the window.
+        let later = run_cap(
+            &ledger(),
+            &capped(Some(12.5), None),
+            now() + Duration::hours(24),
+        );
+        assert_eq!(later.unwrap().max_budget_usd(), "12.5");
+    }
+
+    #[test]
+    fn the_days_remainder_is_rounded_down_to_the_cent() {
+        let cap = run_cap(&ledger(), &capped(Some(9.018), None), now()).unwrap();
+        assert_eq!(cap.max_budget_usd(), "0.01");
+        // 10 − 9.99 is 0.00999… in floating point: still the cent that is left.
+        let mut ledger = Ledger::empty();
+        ledger.claim_family("c1", "f1", 9, hours_ago(3)).unwrap();
+        ledger.sessions[0].attempts = vec![attempt(1, Some(1), Some(9.99))];
+        let cap = run_cap(&ledger, &capped(Some(10.0), None), now()).unwrap();
+        assert_eq!(cap.max_budget_usd(), "0.01");
+    }
+
+    #[test]
+    fn no_run_starts_when_less_than_a_cent_of_the_day_is_left() {
+        for daily_usd in [9.0, 8.0, 9.009] {
+            assert_eq!(
+                run_cap(&ledger(), &capped(Some(daily_usd), Some(1.0)), now()),
+                Err(BudgetExhausted {
+                    recorded_usd: 9.0,
+                    budget_usd: daily_usd
+                }),
+                "{daily_usd}"
+            );
+        }
     }
 
     #[test]

@@ -71,7 +71,15 @@ impl AgentVerdict {
     }
 }
 
+/// The result subtype of an agent run the CLI stopped on its `--max-budget-usd` cap.
+pub const MAX_BUDGET_SUBTYPE: &str = "error_max_budget_usd";
+
 impl AgentRecord {
+    /// The agent CLI stopped the run on its own cap (`--max-budget-usd`).
+    pub fn stopped_on_budget(&self) -> bool {
+        self.subtype.as_deref() == Some(MAX_BUDGET_SUBTYPE)
+    }
+
     /// The agent loop ended well: a `success` result that is not an error.
     pub fn succeeded(&self) -> bool {
         self.verdict() == AgentVerdict::Succeeded

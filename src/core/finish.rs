@@ -53,6 +53,74 @@ pub enum DeadlineVerdict {
     OutOfAttempts { attempts: u32 },
 }
 
+/// The reason code a session that ended on its run's own cap is recorded with.
+pub const BUDGET_REASON_CODE: &str = "budget";
+
+/// How a job ended, read before anything is decided about the pull request (contract §9, §10).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JobEnding {
+    /// The agent CLI stopped on the run's own cap (`--max-budget-usd`, result subtype
+    /// `error_max_budget_usd`) without an outcome: the session ends `no-outcome` with reason
+    /// `budget`, its cost recorded, never parked (another job would spend the same money again).
+    BudgetStop { cost_usd: Option<f64> },
+    /// Anything else: what the attempt's deadline says.
+    Deadline(DeadlineVerdict),
+}
+
+impl JobEnding {
+    /// Whether the session is parked: only when its time ran out with jobs left, or the workflow
+    /// asked for it (`requested`) — never after a budget stop.
+    pub fn park(self, requested: bool) -> bool {
+        match self {
+            JobEnding::BudgetStop { .. } => false,
+            JobEnding::Deadline(DeadlineVerdict::Park { .. }) => true,
+            JobEnding::Deadline(_) => requested,
+        }
+    }
+
+    /// How the attempt ends in the ledger.
+    pub fn attempt_end(self) -> AttemptEnd {
+        match self {
+            JobEnding::Deadline(DeadlineVerdict::Park { .. }) => AttemptEnd::TimeRanOut,
+            _ => AttemptEnd::Finished,
+        }
+    }
+
+    /// The reason code the session is recorded with, when the ending gives one.
+    pub fn reason_code(self) -> Option<&'static str> {
+        match self {
+            JobEnding::BudgetStop { .. } => Some(BUDGET_REASON_CODE),
+            JobEnding::Deadline(_) => None,
+        }
+    }
+}
+
+/// How this job ended: a run the CLI stopped on its cap, when no outcome was reported; else what
+/// [`deadline_verdict`] says.
+pub fn job_ending(
+    session: &Session,
+    run: u64,
+    agent_step_failed: bool,
+    outcome_reported: bool,
+    agent: Option<&AgentRecord>,
+    limits: SessionLimits,
+    now: DateTime<Utc>,
+) -> JobEnding {
+    match agent {
+        Some(record) if record.stopped_on_budget() && !outcome_reported => JobEnding::BudgetStop {
+            cost_usd: record.cost_usd,
+        },
+        _ => JobEnding::Deadline(deadline_verdict(
+            session,
+            run,
+            agent_step_failed,
+            outcome_reported,
+            limits,
+            now,
+        )),
+    }
+}
+
 /// Whether this job's agent step ran out of time: it ended in failure or was cancelled, left no
 /// valid outcome, and the deadline of the attempt this run adopted has passed.
 pub fn deadline_verdict(

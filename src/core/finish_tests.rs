@@ -390,3 +390,119 @@ fn without_a_sweep_workflow_validated_needs_no_sweep() {
         ]
     );
 }
+
+/// The session with attempt 1 adopted by this job (run 70), its deadline at 6 o'clock, one of
+/// three jobs taken.
+fn adopted_by_this_job() -> Session {
+    let mut adopted = session();
+    adopted.attempts.push(crate::core::ledger::Attempt {
+        number: 1,
+        run: 70,
+        adopted_at: at(1),
+        deadline: at(6),
+        ended_at: None,
+        end: None,
+        runs: Vec::new(),
+        notes: Vec::new(),
+        notes_folded: 0,
+        agent: None,
+    });
+    adopted
+}
+
+fn stopped_on_budget(cost_usd: f64) -> AgentRecord {
+    AgentRecord {
+        cost_usd: Some(cost_usd),
+        turns: Some(4),
+        subtype: Some("error_max_budget_usd".into()),
+        is_error: Some(true),
+        ..AgentRecord::default()
+    }
+}
+
+#[test]
+fn a_run_stopped_on_its_cap_ends_no_outcome_for_budget_with_its_cost_never_parked() {
+    let policy = inferencex_policy();
+    let open = adopted_by_this_job();
+    let agent = stopped_on_budget(2.5);
+    // Past its deadline with jobs left, a failed step without an outcome would be parked.
+    let ending = job_ending(&open, 70, true, false, Some(&agent), policy.session, at(7));
+    assert_eq!(
+        ending,
+        JobEnding::BudgetStop {
+            cost_usd: Some(2.5)
+        }
+    );
+    assert!(!ending.park(false));
+    assert!(!ending.park(true), "not even when the workflow asks");
+    assert_eq!(ending.reason_code(), Some("budget"));
+    let finishing = FinishRequest {
+        park: ending.park(false),
+        attempt_end: ending.attempt_end(),
+        agent: Some(agent.clone()),
+        ..request(Outcome::NoOutcome)
+    };
+    let plan = decide(&finishing, &open, &draft_facts(), &policy);
+    assert_eq!(plan.outcome, Outcome::NoOutcome);
+    assert_eq!(plan.cleanup, Cleanup::Done);
+    assert!(
+        steps(&plan).iter().any(|step| step == "close #3"),
+        "{plan:?}"
+    );
+
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(open);
+    let next = record(&ledger, &plan, &finishing, at(7)).unwrap();
+    let finished = &next.sessions[0];
+    assert_eq!(finished.state, SessionState::Finished);
+    assert_eq!(finished.outcome, Some(Outcome::NoOutcome));
+    assert_eq!(finished.attempts[0].end, Some(AttemptEnd::Finished));
+    assert_eq!(finished.attempts[0].agent, Some(agent));
+    assert_eq!(
+        crate::core::cost::recorded_cost_since(&next, at(0)),
+        2.5,
+        "its cost counts against the day"
+    );
+}
+
+#[test]
+fn only_the_budget_subtype_without_an_outcome_is_a_budget_stop() {
+    let policy = inferencex_policy();
+    let open = adopted_by_this_job();
+    let ran_out = AgentRecord {
+        subtype: Some("error_during_execution".into()),
+        ..stopped_on_budget(1.0)
+    };
+    let ending = job_ending(
+        &open,
+        70,
+        true,
+        false,
+        Some(&ran_out),
+        policy.session,
+        at(7),
+    );
+    assert_eq!(
+        ending,
+        JobEnding::Deadline(DeadlineVerdict::Park {
+            attempt: 1,
+            max_attempts: policy.session.max_attempts
+        })
+    );
+    assert!(ending.park(false));
+    assert_eq!(ending.attempt_end(), AttemptEnd::TimeRanOut);
+    assert_eq!(ending.reason_code(), None);
+    // An outcome written before the cap stopped the run is the session's outcome.
+    let reported = job_ending(
+        &open,
+        70,
+        true,
+        true,
+        Some(&stopped_on_budget(1.0)),
+        policy.session,
+        at(7),
+    );
+    assert_eq!(reported, JobEnding::Deadline(DeadlineVerdict::NotReached));
+    assert!(!reported.park(false));
+    assert_eq!(reported.reason_code(), None);
+}

@@ -50,6 +50,8 @@ pub struct Policy {
     pub session: SessionLimits,
     /// `budget.daily-usd`: when the agent runs recorded this much in 24 hours, nothing new starts.
     pub daily_budget_usd: Option<f64>,
+    /// `budget.session-usd`: what one agent run may cost at most.
+    pub session_budget_usd: Option<f64>,
     pub dashboard: DashboardSettings,
     pub health: HealthSettings,
 }
@@ -307,6 +309,7 @@ pub(crate) mod tests {
             default_cooldown_days: 1.0,
             cooldown_overrides: BTreeMap::new(),
             daily_budget_usd: None,
+            session_budget_usd: None,
             dashboard: DashboardSettings::default(),
             health: HealthSettings::default(),
         }

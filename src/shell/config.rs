@@ -259,6 +259,11 @@ pub struct BudgetSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub daily_usd: Option<f64>,
+    /// US dollars one agent run may cost: `session` gives the agent CLI the least of it and what
+    /// is left of `daily-usd` as its `--max-budget-usd`. No cap of its own when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub session_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -437,6 +442,7 @@ impl Config {
                 .collect(),
             session: self.session,
             daily_budget_usd: self.budget.daily_usd,
+            session_budget_usd: self.budget.session_usd,
             dashboard: self.dashboard.clone(),
             health: self.health.clone(),
         }
@@ -587,13 +593,15 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     if session.max_attempts == 0 {
         return Err(invalid("session.max-attempts", "must be at least 1"));
     }
-    if let Some(daily) = config.budget.daily_usd
-        && !(daily.is_finite() && daily > 0.0)
-    {
-        return Err(invalid(
-            "budget.daily-usd",
-            "must be a positive number of US dollars",
-        ));
+    for (key, amount) in [
+        ("budget.daily-usd", config.budget.daily_usd),
+        ("budget.session-usd", config.budget.session_usd),
+    ] {
+        if let Some(amount) = amount
+            && !(amount.is_finite() && amount > 0.0)
+        {
+            return Err(invalid(key, "must be a positive number of US dollars"));
+        }
     }
     let dashboard = &config.dashboard;
     if dashboard.title.trim().is_empty() || dashboard.title.chars().count() > 256 {
@@ -918,11 +926,16 @@ mod tests {
         assert_eq!(config.policy(5, 1.0).daily_budget_usd, Some(12.5));
         assert_eq!(parse_config("budget: {}\n").unwrap().budget.daily_usd, None);
         assert_eq!(Config::default().policy(5, 1.0).daily_budget_usd, None);
-        for bad in ["0", "-3", ".inf", ".nan"] {
-            let error = parse_config(&format!("budget:\n  daily-usd: {bad}\n")).unwrap_err();
-            assert_eq!(error.key, "budget.daily-usd", "{bad}");
-            assert_eq!(error.message, "must be a positive number of US dollars");
+        for key in ["daily-usd", "session-usd"] {
+            for bad in ["0", "-3", ".inf", ".nan"] {
+                let error = parse_config(&format!("budget:\n  {key}: {bad}\n")).unwrap_err();
+                assert_eq!(error.key, format!("budget.{key}"), "{bad}");
+                assert_eq!(error.message, "must be a positive number of US dollars");
+            }
         }
+        let capped = parse_config("budget:\n  session-usd: 2.5\n").unwrap();
+        assert_eq!(capped.policy(5, 1.0).session_budget_usd, Some(2.5));
+        assert_eq!(capped.policy(5, 1.0).daily_budget_usd, None);
         assert_eq!(
             parse_config("budget:\n  weekly-usd: 1\n").unwrap_err().key,
             "budget.weekly-usd"

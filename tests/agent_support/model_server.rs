@@ -28,7 +28,22 @@ pub const SCRIPT_EXHAUSTED_ANSWER: &str = "done";
 pub struct Turn {
     reply: Reply,
     delay: Duration,
+    usage: Usage,
 }
+
+/// The token usage an answer reports (`message_start`'s input tokens, `message_delta`'s output
+/// tokens), from which the CLI counts what a run cost.
+#[derive(Clone, Copy, Debug)]
+struct Usage {
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+/// What an answer reports unless its turn says otherwise: a few tokens, next to nothing spent.
+const SMALL_USAGE: Usage = Usage {
+    input_tokens: 10,
+    output_tokens: 5,
+};
 
 /// A turn made from the request it answers.
 #[derive(Clone)]
@@ -61,6 +76,7 @@ impl Turn {
         Turn {
             reply: Reply::Text(text.into()),
             delay: Duration::ZERO,
+            usage: SMALL_USAGE,
         }
     }
 
@@ -72,6 +88,7 @@ impl Turn {
                 description: description.into(),
             },
             delay: Duration::ZERO,
+            usage: SMALL_USAGE,
         }
     }
 
@@ -84,6 +101,7 @@ impl Turn {
                 input,
             },
             delay: Duration::ZERO,
+            usage: SMALL_USAGE,
         }
     }
 
@@ -93,6 +111,7 @@ impl Turn {
         Turn {
             reply: Reply::Computed(Computed(Arc::new(make))),
             delay: Duration::ZERO,
+            usage: SMALL_USAGE,
         }
     }
 
@@ -101,12 +120,24 @@ impl Turn {
         Turn { delay, ..self }
     }
 
+    /// The same turn, its answer reporting this many input and output tokens (what the run
+    /// costs follows: a large count makes one turn expensive).
+    pub fn usage(self, input_tokens: u64, output_tokens: u64) -> Turn {
+        Turn {
+            usage: Usage {
+                input_tokens,
+                output_tokens,
+            },
+            ..self
+        }
+    }
+
     /// The turn as answered to `request`: a computed turn made, keeping this turn's delay when
-    /// it has one.
-    fn resolve(self, request: &ModelRequest) -> (Reply, Duration) {
+    /// it has one (and the made turn's usage).
+    fn resolve(self, request: &ModelRequest) -> (Reply, Duration, Usage) {
         match self.reply {
             Reply::Computed(Computed(make)) => {
-                let (reply, delay) = make(request).resolve(request);
+                let (reply, delay, usage) = make(request).resolve(request);
                 (
                     reply,
                     if self.delay.is_zero() {
@@ -114,9 +145,10 @@ impl Turn {
                     } else {
                         self.delay
                     },
+                    usage,
                 )
             }
-            reply => (reply, self.delay),
+            reply => (reply, self.delay, self.usage),
         }
     }
 }
@@ -602,11 +634,11 @@ async fn answer(State(shared): State<Shared>, method: Method, uri: Uri, body: By
         (kind, turn, recorded.log.len())
     };
     match (kind, turn) {
-        (_, Some((reply, delay))) => {
+        (_, Some((reply, delay, usage))) => {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            message_response(&reply, &body, sequence)
+            message_response(&reply, usage, &body, sequence)
         }
         (RequestKind::Probe, None) => response(StatusCode::OK, "text/plain", Body::empty()),
         _ => response(
@@ -634,7 +666,7 @@ fn response(status: StatusCode, content_type: &str, body: Body) -> Response {
 /// The assistant message for `reply`, as server-sent events when the request asked for a
 /// stream (the CLI always does) and as one JSON message otherwise. `sequence` makes the
 /// message and tool-use ids unique within the server.
-fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response {
+fn message_response(reply: &Reply, usage: Usage, request: &Value, sequence: usize) -> Response {
     let model = request["model"].as_str().unwrap_or("scripted-model");
     let (block, stop_reason) = match reply {
         Reply::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
@@ -662,11 +694,15 @@ fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response
         Reply::Computed(_) => unreachable!("a computed turn is made before it is answered"),
     };
     let id = format!("msg_scripted_{sequence}");
-    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    let Usage {
+        input_tokens,
+        output_tokens,
+    } = usage;
     if request["stream"] != true {
         let message = json!({
             "id": id, "type": "message", "role": "assistant", "model": model,
-            "content": [block], "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+            "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         });
         return response(
             StatusCode::OK,
@@ -694,14 +730,14 @@ fn message_response(reply: &Reply, request: &Value, sequence: usize) -> Response
         json!({"type": "message_start", "message": {
             "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1},
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
         }}),
         json!({"type": "content_block_start", "index": 0, "content_block": start_block}),
         json!({"type": "content_block_delta", "index": 0, "delta": delta}),
         json!({"type": "content_block_stop", "index": 0}),
         json!({"type": "message_delta",
             "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-            "usage": {"output_tokens": 5}}),
+            "usage": {"output_tokens": output_tokens}}),
         json!({"type": "message_stop"}),
     ];
     let stream: String = events

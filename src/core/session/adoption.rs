@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::core::cost::{BudgetExhausted, RunCap, run_cap};
 use crate::core::ledger::{Attempt, Ledger, Session, SessionState};
 use crate::core::outcome::Outcome;
 use crate::core::policy::{Policy, SessionLimits};
@@ -21,7 +22,7 @@ pub struct JobIdentity {
 }
 
 /// Why a job does not run the session. Nothing is written for any of them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     /// A re-run of a job: the session belongs to the first attempt, or to recovery.
     RerunAttempt { attempt: u32 },
@@ -41,6 +42,8 @@ pub enum Refusal {
     HandedOff { pull_request: u64 },
     /// The pull request was closed (or merged).
     Closed { pull_request: u64, merged: bool },
+    /// The daily budget has less than a cent left: the agent would spend past the day.
+    DailyBudgetSpent(BudgetExhausted),
 }
 
 impl std::fmt::Display for Refusal {
@@ -81,6 +84,11 @@ impl std::fmt::Display for Refusal {
                 pull_request,
                 merged: false,
             } => write!(formatter, "#{pull_request} was closed"),
+            Refusal::DailyBudgetSpent(spent) => write!(
+                formatter,
+                "the daily budget is used up ({}): no agent run starts, so none spends past the day",
+                spent.figures()
+            ),
         }
     }
 }
@@ -112,6 +120,20 @@ pub fn newest_session<'a>(ledger: &'a Ledger, candidate: &str) -> Option<&'a Ses
         .iter()
         .rev()
         .find(|session| session.candidate == candidate)
+}
+
+/// [`adopt`], and then the run's own cap (contract §10): refused, nothing written, when the daily
+/// budget has less than a cent left, so no agent run spends past the day.
+pub fn adopt_under_budget(
+    ledger: &Ledger,
+    candidate: &str,
+    job: JobIdentity,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Result<(Adoption, RunCap), Refusal> {
+    let adoption = adopt(ledger, candidate, job, policy.session, now)?;
+    let cap = run_cap(ledger, policy, now).map_err(Refusal::DailyBudgetSpent)?;
+    Ok((adoption, cap))
 }
 
 /// Decides, on `ledger` as it is now, whether the job adopts the candidate's session.
@@ -307,6 +329,68 @@ mod tests {
             adopt(&second.ledger, "a", job(92, 1), LIMITS, later),
             Err(Refusal::OtherRun { parent_run: 90 }),
             "the second dispatched job finds it adopted"
+        );
+    }
+
+    fn budgets(daily_usd: Option<f64>, session_usd: Option<f64>) -> Policy {
+        Policy {
+            daily_budget_usd: daily_usd,
+            session_budget_usd: session_usd,
+            ..inferencex_policy()
+        }
+    }
+
+    /// `claimed(7)` whose earlier session of another candidate cost `usd` an hour before `now`.
+    fn claimed_after_spending(usd: f64, now: DateTime<Utc>) -> Ledger {
+        let mut ledger = claimed(7);
+        ledger
+            .claim_family("b", "g", 6, now - Duration::hours(3))
+            .unwrap();
+        let mut spent = adopt(&ledger, "b", job(6, 1), LIMITS, now - Duration::hours(2))
+            .unwrap()
+            .ledger;
+        spent.sessions[1].attempts[0].agent = Some(crate::core::execution::AgentRecord {
+            cost_usd: Some(usd),
+            ..Default::default()
+        });
+        spent.sessions[1].attempts[0].ended_at = Some(now - Duration::hours(1));
+        spent
+    }
+
+    #[test]
+    fn the_adopting_job_gets_the_runs_cap_and_none_when_the_day_is_spent() {
+        let now = at("2026-12-01T12:00:00Z");
+        let ledger = claimed_after_spending(7.5, now);
+        let (adoption, cap) = adopt_under_budget(
+            &ledger,
+            "a",
+            job(7, 1),
+            &budgets(Some(10.0), Some(4.0)),
+            now,
+        )
+        .unwrap();
+        assert_eq!(adoption.attempt().number, 1);
+        assert_eq!(cap.max_budget_usd(), "2.5", "the day's remainder is less");
+        let (_, cap) =
+            adopt_under_budget(&ledger, "a", job(7, 1), &budgets(None, None), now).unwrap();
+        assert_eq!(cap.max_budget_usd(), "", "no budget: no cap");
+
+        let refused = adopt_under_budget(&ledger, "a", job(7, 1), &budgets(Some(7.5), None), now);
+        assert_eq!(
+            refused,
+            Err(Refusal::DailyBudgetSpent(BudgetExhausted {
+                recorded_usd: 7.5,
+                budget_usd: 7.5
+            }))
+        );
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "the daily budget is used up ($7.50 recorded in the last 24 hours, budget $7.50): no agent run starts, so none spends past the day"
+        );
+        assert_eq!(
+            adopt_under_budget(&ledger, "a", job(8, 1), &budgets(Some(7.5), None), now),
+            Err(Refusal::OtherRun { parent_run: 7 }),
+            "a job that may not adopt is told why first"
         );
     }
 

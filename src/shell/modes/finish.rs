@@ -24,11 +24,11 @@ use crate::adapters::github::writes::RecordedWrite;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::execution::{AgentRecord, read_execution_file, read_structured_output};
 use crate::core::finish::{
-    Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, deadline_verdict, decide,
-    record,
+    Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, JobEnding, decide,
+    job_ending, record,
 };
 use crate::core::finish_issue::IssueFact;
-use crate::core::ledger::{AttemptEnd, JobRef, Session};
+use crate::core::ledger::{JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
 use crate::core::session::request::issue_task;
@@ -115,44 +115,26 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         .await
         .map_err(StepError::failed)?;
     facts.issue = candidate_issue(context, &store, &connection.client, &inputs.candidate).await;
-    let deadline = deadline_verdict(
+    let ending = job_ending(
         &session,
         own_run,
         matches!(inputs.agent_outcome.as_str(), "failure" | "cancelled"),
         inputs.outcome_file_problem.is_none(),
+        agent_result.as_ref(),
         policy.session,
         now,
     );
-    let park = match deadline {
-        DeadlineVerdict::Park {
-            attempt,
-            max_attempts,
-        } => {
-            reporter.info(&format!(
-                "{}: the agent step ran past the deadline of attempt {attempt} of {max_attempts} without an outcome: parking the session to continue in a new job",
-                inputs.candidate
-            ));
-            true
-        }
-        DeadlineVerdict::OutOfAttempts { attempts } => {
-            reporter.warning(&format!(
-                "{}: the last of the session's {attempts} jobs ran out of time without an outcome: it ends no-outcome",
-                inputs.candidate
-            ));
-            inputs.park
-        }
-        DeadlineVerdict::NotReached => inputs.park,
-    };
+    report_ending(context, &inputs.candidate, ending);
+    if let Some(code) = ending.reason_code() {
+        inputs.reason_code = Some(code.to_string());
+    }
     let request = FinishRequest {
         candidate: inputs.candidate.clone(),
         outcome: inputs.outcome,
         agent_ran: inputs.agent_outcome != "skipped",
-        park,
+        park: ending.park(inputs.park),
         job,
-        attempt_end: match deadline {
-            DeadlineVerdict::Park { .. } => AttemptEnd::TimeRanOut,
-            _ => AttemptEnd::Finished,
-        },
+        attempt_end: ending.attempt_end(),
         runs_seen: runs_seen(&facts),
         agent: agent_result.clone(),
     };
@@ -259,6 +241,29 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         )));
     }
     Ok(())
+}
+
+/// Says in the log why a job without an outcome is parked or ends.
+fn report_ending(context: &StepContext, candidate: &str, ending: JobEnding) {
+    let reporter = &context.reporter;
+    match ending {
+        JobEnding::BudgetStop { cost_usd } => reporter.warning(&format!(
+            "{candidate}: the agent CLI stopped the run on its cap (--max-budget-usd) after {}: it ends no-outcome, reason budget, never parked",
+            cost_usd.map_or("an unreported cost".to_string(), |cost| format!("${cost:.4}"))
+        )),
+        JobEnding::Deadline(DeadlineVerdict::Park {
+            attempt,
+            max_attempts,
+        }) => reporter.info(&format!(
+            "{candidate}: the agent step ran past the deadline of attempt {attempt} of {max_attempts} without an outcome: parking the session to continue in a new job"
+        )),
+        JobEnding::Deadline(DeadlineVerdict::OutOfAttempts { attempts }) => {
+            reporter.warning(&format!(
+                "{candidate}: the last of the session's {attempts} jobs ran out of time without an outcome: it ends no-outcome"
+            ))
+        }
+        JobEnding::Deadline(DeadlineVerdict::NotReached) => {}
+    }
 }
 
 /// The execution record's result, when one was given: a file that is empty of a result (the

@@ -4,8 +4,9 @@
 //! the ledger's compare-and-swap (`core::session::adoption`) and writes what the agent gets:
 //! `session.json` (the candidate's record as `select` claimed it, the branch, the pull request,
 //! earlier attempts with their notes, the deadline), the agent CLI's settings with klaud's
-//! hooks, and the outcome schema. A refusal is exit 0 with `proceed: false`, the reason in the
-//! summary, and nothing written to GitHub.
+//! hooks, the outcome schema and the run's own cap (`max-budget-usd`, `core::cost::run_cap`). A
+//! refusal — a spent day's budget among them — is exit 0 with `proceed: false`, the reason in
+//! the summary, and nothing written to GitHub.
 //!
 //! A candidate that comes from a labelled issue (contract §13) gets its task quoted as the
 //! maintainers' request, with the issue's last 20 comments by accounts with write permission,
@@ -28,10 +29,11 @@ use super::work_files::write_json_file;
 use crate::adapters::github::GitHubClient;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
 use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
+use crate::core::cost::RunCap;
 use crate::core::github_state::RepositoryPermission;
 use crate::core::outcome_file::structured_output_schema;
 use crate::core::session::adoption::{
-    Adoption, JobIdentity, Refusal, adopt, newest_session, pull_request_refusal,
+    Adoption, JobIdentity, Refusal, adopt_under_budget, newest_session, pull_request_refusal,
     session_pull_request,
 };
 use crate::core::session::request::{
@@ -68,6 +70,10 @@ pub struct SessionOutputs {
     pub time_limit_minutes: String,
     pub attempt: String,
     pub resume: bool,
+    /// The agent run's own cap in US dollars for the CLI's `--max-budget-usd`: the least of
+    /// `budget.session-usd` and what is left of `budget.daily-usd` in the last 24 hours; empty
+    /// when neither is configured (or the session is not run).
+    pub max_budget_usd: String,
     pub requests: RequestReport,
 }
 
@@ -90,7 +96,7 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         .await
         .map_err(|error| StepError::failed(format!("the ledger could not be read: {error}")))?;
     let now = Utc::now();
-    if let Err(refusal) = adopt(&loaded.ledger, &candidate, job, policy.session, now) {
+    if let Err(refusal) = adopt_under_budget(&loaded.ledger, &candidate, job, policy, now) {
         return refuse(
             context,
             &candidate,
@@ -131,8 +137,8 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         }
     };
     if context.dry_run {
-        let plan = adopt(&loaded.ledger, &candidate, job, policy.session, now)
-            .map(|adoption| adoption.attempt().number)
+        let plan = adopt_under_budget(&loaded.ledger, &candidate, job, policy, now)
+            .map(|(adoption, _)| adoption.attempt().number)
             .unwrap_or_default();
         return refuse(
             context,
@@ -146,23 +152,23 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
 
     let update = store
         .update_starting_from(Some(loaded), |ledger| {
-            match adopt(ledger, &candidate, job, policy.session, now) {
-                Ok(adoption) => LedgerDecision::Write {
+            match adopt_under_budget(ledger, &candidate, job, policy, now) {
+                Ok((adoption, cap)) => LedgerDecision::Write {
                     message: format!(
                         "session {candidate}: attempt {} adopted by run {}",
                         adoption.attempt().number,
                         job.run_id
                     ),
                     ledger: adoption.ledger.clone(),
-                    result: Ok(adoption),
+                    result: Ok((adoption, cap)),
                 },
                 Err(refusal) => LedgerDecision::Keep(Err(refusal)),
             }
         })
         .await
         .map_err(|error| StepError::failed(format!("the ledger could not be written: {error}")))?;
-    let adoption = match update.result {
-        Ok(adoption) => adoption,
+    let (adoption, cap) = match update.result {
+        Ok(adopted) => adopted,
         Err(refusal) => {
             return refuse(
                 context,
@@ -196,15 +202,17 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         time_limit_minutes: policy.session.time_limit_minutes.to_string(),
         attempt: attempt.number.to_string(),
         resume: adoption.resume,
+        max_budget_usd: cap.max_budget_usd(),
         requests,
     };
     reporter.info(&format!(
-        "session {candidate}: attempt {} of {} adopted by run {}{}, deadline {}",
+        "session {candidate}: attempt {} of {} adopted by run {}{}, deadline {}, cap {}",
         attempt.number,
         policy.session.max_attempts,
         job.run_id,
         if adoption.resume { " (resumed)" } else { "" },
-        outputs.deadline
+        outputs.deadline,
+        cap.describe()
     ));
     reporter
         .write_outputs(&outputs)
@@ -215,6 +223,7 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
             &adoption,
             pull.as_ref(),
             &outputs,
+            &cap,
         ))
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
     Ok(())
@@ -398,6 +407,7 @@ fn refuse(
         time_limit_minutes: context.policy.session.time_limit_minutes.to_string(),
         attempt: String::new(),
         resume: false,
+        max_budget_usd: String::new(),
         requests: requests.copied().unwrap_or_default(),
     };
     reporter
@@ -416,14 +426,16 @@ fn adopted_summary(
     adoption: &Adoption,
     pull: Option<&PullRequestFact>,
     outputs: &SessionOutputs,
+    cap: &RunCap,
 ) -> String {
     let attempt = adoption.attempt();
     let mut text = format!(
-        "### klaud session `{candidate}`: attempt {}{}\n\n- deadline: {} ({} minutes)\n- pull request: {}\n",
+        "### klaud session `{candidate}`: attempt {}{}\n\n- deadline: {} ({} minutes)\n- the run's cap: {}\n- pull request: {}\n",
         attempt.number,
         if adoption.resume { ", resumed" } else { "" },
         outputs.deadline,
         outputs.time_limit_minutes,
+        cap.describe(),
         pull.map(|pull| format!("#{}", pull.number))
             .unwrap_or_else(|| "none yet".into()),
     );
