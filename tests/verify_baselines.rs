@@ -561,3 +561,48 @@ fn bad_input_is_exit_2_naming_the_field_before_anything_is_run_or_written() {
         assert!(run.outputs.is_empty());
     }
 }
+
+/// The issues source's candidates carry a task, not a baseline: `verify-baselines` records them
+/// `not-needed` (no repository, producer or feed read) so that `select` may claim them, while a
+/// candidate of the InferenceX profile without a baseline is still deferred.
+#[test]
+fn issue_candidates_need_no_baseline_and_select_may_claim_them() {
+    let candidates = json!([
+        {"id": "issue-7", "family": "issue-7",
+         "issue": {"number": 7, "title": "Cache the parser tables"},
+         "task": {"title": "Cache the parser tables", "body": "The parser rebuilds its tables."}},
+    ]);
+    let missing = tempfile::tempdir().unwrap();
+    let mut runner = VerifyBaselinesRunner::new(&missing.path().join("no-checkout"));
+    runner.config = "discovery:\n  source: issues\n".into();
+    let run = runner.run(&candidates);
+    assert_eq!(run.exit, 0, "{}", run.stderr);
+    let record = run.candidate("issue-7");
+    assert_eq!(record["status"], "not-needed");
+    assert_eq!(record["reason"], Value::Null);
+    assert_eq!(run.output_json("verified"), json!([]));
+    assert_eq!(run.output_json("deferred"), json!([]));
+    assert!(
+        run.summary
+            .contains("0 verified, 0 deferred, 1 need no baseline"),
+        "{}",
+        run.summary
+    );
+    let verdicts = klaud::core::select::baselines::parse_baselines(
+        &serde_json::to_string(run.baselines.as_ref().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        verdicts.verdict("issue-7"),
+        Some(&klaud::core::select::baselines::BaselineVerdict::NotNeeded)
+    );
+
+    // The InferenceX profile defers the same candidate: it has no baseline to verify.
+    let inferencex =
+        VerifyBaselinesRunner::new(&missing.path().join("no-checkout")).run(&candidates);
+    assert_eq!(inferencex.exit, 0, "{}", inferencex.stderr);
+    assert_eq!(
+        inferencex.candidate("issue-7")["reason"]["code"],
+        "no-baseline"
+    );
+}

@@ -15,6 +15,8 @@ use crate::core::baseline::DeferralCode;
 pub enum BaselineVerdict {
     Verified,
     Deferred(Reason),
+    /// The candidate needs no baseline (a labelled issue's task): nothing holds it back.
+    NotNeeded,
 }
 
 /// The code of a `baseline-deferred` reason: the verification's, as `baselines.json` records it,
@@ -76,6 +78,7 @@ struct Document {
 enum Status {
     Verified,
     Deferred,
+    NotNeeded,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +124,7 @@ pub fn parse_baselines(text: &str) -> Result<BaselineVerdicts, BaselinesError> {
         })?;
         let verdict = match (record.status, record.reason) {
             (Status::Verified, _) => BaselineVerdict::Verified,
+            (Status::NotNeeded, _) => BaselineVerdict::NotNeeded,
             (Status::Deferred, Some(reason)) => BaselineVerdict::Deferred(Reason::new(
                 BaselineCode::read(reason.code),
                 reason.message,
@@ -156,6 +160,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(verdicts.verdict("a"), Some(&BaselineVerdict::Verified));
+        let issues = parse_baselines(
+            r#"{"candidates": [{"id": "issue-7", "status": "not-needed", "reason": null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(issues.verdict("issue-7"), Some(&BaselineVerdict::NotNeeded));
         assert_eq!(
             verdicts.verdict("b"),
             Some(&BaselineVerdict::Deferred(Reason::new(

@@ -267,7 +267,7 @@ pub fn baseline_obstacle(
     candidate: &Candidate,
 ) -> Option<Obstacle> {
     let reason = match baselines?.verdict(&candidate.id) {
-        Some(BaselineVerdict::Verified) => return None,
+        Some(BaselineVerdict::Verified | BaselineVerdict::NotNeeded) => return None,
         Some(BaselineVerdict::Deferred(reason)) => reason.clone(),
         None => Reason::new(
             BaselineCode::NotVerified,

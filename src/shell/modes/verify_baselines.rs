@@ -41,6 +41,7 @@ use crate::core::baseline::{Deferral, DeferralCode};
 use crate::core::candidate::{Baseline, Candidate, ProducerCall, parse_candidates};
 use crate::core::discovery::observation::PublishedSpellings;
 use crate::shell::cli::VerifyBaselinesArgs;
+use crate::shell::config::DiscoverySource;
 use crate::shell::error::StepError;
 use crate::shell::modes::review_input::review_input;
 use crate::shell::outputs::{Reporter, markdown_table};
@@ -100,6 +101,9 @@ pub struct CandidateBaseline {
 pub enum BaselineStatus {
     Verified,
     Deferred,
+    /// The candidate carries no baseline and needs none: a labelled issue's task
+    /// (`discovery.source: issues`), which `select` may claim.
+    NotNeeded,
 }
 
 /// The producer that served a candidate.
@@ -240,7 +244,8 @@ pub async fn run(context: &StepContext, arguments: &VerifyBaselinesArgs) -> Resu
     for line in &resolution.lines {
         reporter.info(line);
     }
-    let planned = apply_plans(&candidates, plans.plans, resolution.outcomes);
+    let mut planned = apply_plans(&candidates, plans.plans, resolution.outcomes);
+    planned.baselines_needed = discovery.source != DiscoverySource::Issues;
     let work = plan_verification(&planned.candidates, Batching::ConfigKeys);
     print_plan(reporter, &planned.candidates, &work);
     let spellings = discovery.spellings();
@@ -322,6 +327,9 @@ pub struct PlannedCandidates {
     pub early: BTreeMap<usize, (Deferral, Option<String>)>,
     /// The baselines looked up, by index.
     pub resolved: BTreeMap<usize, Baseline>,
+    /// Whether a candidate without a baseline is deferred (`no-baseline`); not for the issues
+    /// source, whose candidates carry a task instead.
+    pub baselines_needed: bool,
 }
 
 impl PlannedCandidates {
@@ -329,6 +337,7 @@ impl PlannedCandidates {
     pub fn as_given(candidates: &[Candidate]) -> Self {
         PlannedCandidates {
             candidates: candidates.to_vec(),
+            baselines_needed: true,
             ..PlannedCandidates::default()
         }
     }
@@ -453,6 +462,9 @@ pub async fn verify_candidates(
         .map(|(index, candidate)| {
             let (mut record, detail) = match planned.early.get(&index) {
                 Some((deferral, head)) => deferred_early(candidate, deferral, head.as_deref()),
+                None if candidate.baseline.is_none() && !planned.baselines_needed => {
+                    not_needed(candidate)
+                }
                 None => judge_candidate(candidate, results.remove(&index), spellings),
             };
             record.baseline = planned.resolved.get(&index).cloned();
@@ -499,6 +511,23 @@ fn deferred_early(
 }
 
 /// The record of one candidate and its log line.
+/// A candidate of the issues source: no baseline to verify, none needed.
+fn not_needed(candidate: &Candidate) -> (CandidateBaseline, String) {
+    let record = CandidateBaseline {
+        id: candidate.id.clone(),
+        status: BaselineStatus::NotNeeded,
+        reason: None,
+        producer: None,
+        points: Vec::new(),
+        baseline: None,
+    };
+    let line = format!(
+        "{}: no baseline needed (a labelled issue's task)",
+        candidate.id
+    );
+    (record, line)
+}
+
 fn judge_candidate(
     candidate: &Candidate,
     result: Option<ProducerResult>,
@@ -666,11 +695,16 @@ fn summary(report: &VerificationReport, outputs: &VerifyBaselinesOutputs) -> Str
         .filter(|run| run.fallback)
         .count();
     let mut text = format!(
-        "### klaud verify-baselines: {} verified, {} deferred\n\n\
+        "### klaud verify-baselines: {} verified, {} deferred, {} need no baseline\n\n\
          {} producer run(s) over {} head(s) ({} fallback rerun(s) without the no-evals flag); \
          {} of {} planned invocation(s) answered from the cache.\n\n",
         outputs.verified.len(),
         outputs.deferred.len(),
+        document
+            .candidates
+            .iter()
+            .filter(|candidate| candidate.status == BaselineStatus::NotNeeded)
+            .count(),
         outputs.producer_runs,
         report.heads,
         fallbacks,
