@@ -752,9 +752,8 @@ fn a_parked_session_whose_resumes_no_job_adopted_for_six_hours_is_not_dispatched
     );
 }
 
-#[test]
-fn a_session_whose_job_died_after_its_issue_was_closed_is_reconciled_retired() {
-    let mut world = World::new();
+/// A labelled issue, and the record discover wrote for its candidate; returns the candidate.
+fn issue_candidate(world: &mut World) -> (u64, String) {
     let issue = world.state.add_issue(fake_github::builder::IssueSpec {
         title: "Rename the flags".into(),
         author: MAINTAINER.into(),
@@ -762,10 +761,6 @@ fn a_session_whose_job_died_after_its_issue_was_closed_is_reconciled_retired() {
         ..Default::default()
     });
     let candidate = format!("issue-{issue}");
-    let parent = world.finished_planner(3, &[&candidate]);
-    let number = world.bot_draft(&candidate);
-    world.session(&candidate, SessionState::Live, parent, Some(number));
-    world.claim(&candidate, parent);
     world.state.put_file(
         STATE_BRANCH,
         &format!("records/{candidate}.json"),
@@ -777,23 +772,123 @@ fn a_session_whose_job_died_after_its_issue_was_closed_is_reconciled_retired() {
         })
         .to_string(),
     );
+    (issue, candidate)
+}
+
+/// A maintainer closes `issue` (not a pull request's merge).
+fn close_issue(world: &mut World, issue: u64) {
     let closed = world.state.issues.get_mut(&issue).unwrap();
     closed.state = PullState::Closed;
     closed.closed_by = Some(MAINTAINER.into());
+}
+
+fn session_of(
+    server: &fake_github::FakeGitHubHandle,
+    candidate: &str,
+) -> klaud::core::ledger::Session {
+    stored_ledger(server)
+        .sessions
+        .into_iter()
+        .find(|session| session.candidate == candidate)
+        .unwrap()
+}
+
+#[test]
+fn a_session_whose_job_died_after_its_issue_was_closed_is_reconciled_retired() {
+    let mut world = World::new();
+    let (issue, candidate) = issue_candidate(&mut world);
+    let parent = world.finished_planner(3, &[&candidate]);
+    let number = world.bot_draft(&candidate);
+    world.session(&candidate, SessionState::Live, parent, Some(number));
+    world.claim(&candidate, parent);
+    close_issue(&mut world, issue);
     let server = world.start();
     let pass = Pass::new(OWN_RUN);
 
     pass.run(&server);
 
-    let session = stored_ledger(&server)
-        .sessions
-        .into_iter()
-        .find(|session| session.candidate == candidate)
-        .unwrap();
-    assert_eq!(session.outcome, Some(Outcome::Retired));
+    assert_eq!(
+        session_of(&server, &candidate).outcome,
+        Some(Outcome::Retired)
+    );
     assert_eq!(pull_state(&server, number).state, PullState::Closed);
     assert!(
         !branch_exists(&server, &candidate),
         "retired deletes the branch"
     );
+}
+
+#[test]
+fn a_parked_session_whose_issue_was_closed_ends_retired_and_no_agent_starts() {
+    let mut world = World::new();
+    let (issue, candidate) = issue_candidate(&mut world);
+    let parent = world.finished_planner(8, &[&candidate]);
+    world.claim(&candidate, parent);
+    let commits = vec![world.bot_commit(&candidate, 8)];
+    let number = world.bot_pull(&candidate, true, commits, &["klaud-parked"]);
+    world.session(&candidate, SessionState::Parked, parent, Some(number));
+    close_issue(&mut world, issue);
+    let server = world.start();
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    assert!(
+        server.with_state(|state| state.dispatches.is_empty()),
+        "not resumed: {}",
+        pass.summary()
+    );
+    let session = session_of(&server, &candidate);
+    assert_eq!(session.state, SessionState::Finished);
+    assert_eq!(session.outcome, Some(Outcome::Retired));
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.state, PullState::Closed);
+    assert_eq!(pull.closed_by.as_deref(), Some(BOT));
+    assert_eq!(pull.labels, ["klaud-retired"]);
+    assert!(!branch_exists(&server, &candidate));
+    assert_eq!(pass.ids("reconciled"), [candidate.as_str()]);
+}
+
+#[test]
+fn a_parked_session_whose_issue_is_open_is_resumed() {
+    let mut world = World::new();
+    let (_, candidate) = issue_candidate(&mut world);
+    let parent = world.finished_planner(8, &[&candidate]);
+    world.claim(&candidate, parent);
+    let commits = vec![world.bot_commit(&candidate, 8)];
+    let number = world.bot_pull(&candidate, true, commits, &["klaud-parked"]);
+    world.session(&candidate, SessionState::Parked, parent, Some(number));
+    let server = world.start();
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    assert_eq!(
+        server.with_state(|state| state.dispatches.len()),
+        1,
+        "{}",
+        pass.summary()
+    );
+    assert_eq!(session_of(&server, &candidate).state, SessionState::Live);
+    assert_eq!(pull_state(&server, number).state, PullState::Open);
+}
+
+#[test]
+fn an_abandoned_draft_whose_issue_was_closed_is_swept_as_retired() {
+    let mut world = World::new();
+    let (issue, candidate) = issue_candidate(&mut world);
+    world.finished_planner(3, &[&candidate]);
+    let number = world.bot_draft(&candidate);
+    close_issue(&mut world, issue);
+    let server = world.start();
+    let pass = Pass::new(OWN_RUN);
+
+    pass.run(&server);
+
+    let pull = pull_state(&server, number);
+    assert_eq!(pull.state, PullState::Closed);
+    assert_eq!(pull.closed_by.as_deref(), Some(BOT));
+    assert_eq!(pull.labels, ["klaud-retired"], "{}", pass.summary());
+    assert!(!branch_exists(&server, &candidate));
+    assert_eq!(pass.ids("swept"), [candidate.as_str()]);
 }

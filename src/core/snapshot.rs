@@ -250,7 +250,7 @@ pub struct Snapshot {
     /// The default branch, read only when a parked session is resumed.
     pub default_branch: Option<Read<String>>,
     /// The issue a candidate came from (contract §13), by candidate: read from its record,
-    /// only for a reconciled session of an `issue-<n>` candidate.
+    /// only for an `issue-<n>` candidate that is reconciled, parked or swept.
     pub candidate_issues: BTreeMap<String, Read<CandidateIssue>>,
 }
 

@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 
 use super::cleanup::cleanup_group;
 use super::guards::{Examination, ReadyPullRequest, examine_pull_request, ready_pull_request};
+use super::issue::{closed_issue, retired_because};
 use super::labels::status_label_sync;
 use super::liveness::{Alive, Liveness};
 use super::reconcile::{outcome_record, reconcile};
@@ -101,7 +102,7 @@ fn decide_in_order(
     liveness: &Liveness,
 ) -> Step<CandidateDecision> {
     pull_requests_trusted(facts, candidate)?;
-    not_parked(candidate)?;
+    not_parked(facts, candidate)?;
     not_alive(facts, candidate, liveness)?;
     branches_listed(facts, candidate)?;
     if candidate.handed_off {
@@ -173,21 +174,26 @@ fn pull_requests_trusted(facts: &Facts<'_>, candidate: &CandidateFacts<'_>) -> S
 }
 
 /// A parked session waits for room under the cap (`resume::resume_parked` may start it again),
-/// unless its pull request was handed off.
-fn not_parked(candidate: &CandidateFacts<'_>) -> Step<()> {
+/// unless its pull request was handed off or the issue it came from was closed: then it goes on
+/// to be reconciled (`retired`, contract §13) instead of resumed. It waits while that issue is
+/// not read.
+fn not_parked(facts: &Facts<'_>, candidate: &CandidateFacts<'_>) -> Step<()> {
     let parked = candidate
         .open_session
         .is_some_and(|session| session.state == SessionState::Parked);
-    if parked && !candidate.handed_off {
-        return Break(decision(
-            candidate.number(),
-            Verdict::Parked,
-            None,
-            "waiting for room under the cap",
-            None,
-        ));
+    if !parked || candidate.handed_off {
+        return Continue(());
     }
-    Continue(())
+    if closed_issue(facts, candidate.id, candidate.number())?.is_some() {
+        return Continue(());
+    }
+    Break(decision(
+        candidate.number(),
+        Verdict::Parked,
+        None,
+        "waiting for room under the cap",
+        None,
+    ))
 }
 
 /// A candidate something keeps alive is live (its draft labelled in progress unless handed
@@ -261,7 +267,7 @@ fn hand_off(
                 reason,
                 None,
             )
-            .recording(outcome_record(id, session.parent_run, Outcome::Handoff))
+            .recording(outcome_record(session, Outcome::Handoff))
         }
         None => {
             let reason = format!("handed off to maintainers ({label})");
@@ -288,9 +294,40 @@ fn sweep(
     draft_at_sweep(pull, recorded)?;
     not_remembered(facts, pull, recorded)?;
     guards_hold_at_sweep(facts, pull, since, recorded)?;
+    let closed_issue = closed_issue(facts, id, Some(pull.number))?;
     Continue(clean_up_abandoned(
-        facts, id, session, pull, recorded, liveness,
+        facts,
+        id,
+        session,
+        pull,
+        Abandoned {
+            recorded,
+            closed_issue,
+        },
+        liveness,
     ))
+}
+
+/// What decides the cleanup of an abandoned pull request: the outcome on record, and the issue
+/// its candidate came from when that is closed.
+struct Abandoned {
+    recorded: Option<Outcome>,
+    closed_issue: Option<u64>,
+}
+
+impl Abandoned {
+    /// The outcome it is cleaned up per: `retired` when its issue was closed (unless a
+    /// maintainer's outcome is on record, which leaves it as it is), else the one on record,
+    /// else `no-outcome`.
+    fn outcome(&self) -> Outcome {
+        let recorded = self.recorded.unwrap_or(Outcome::NoOutcome);
+        match self.closed_issue {
+            Some(_) if recorded.branch_on_cleanup() != BranchOnCleanup::LeftAsIs => {
+                Outcome::Retired
+            }
+            _ => recorded,
+        }
+    }
 }
 
 /// A ready pull request is never swept: left alone when validated is on record, else it needs
@@ -380,18 +417,19 @@ fn guards_hold_at_sweep(
     Continue(())
 }
 
-/// The cleanup of an abandoned pull request per the outcome on record (else `no-outcome`):
-/// left as the maintainer left it, marked ready when validated earlier, or swept.
+/// The cleanup of an abandoned pull request per its outcome (`Abandoned::outcome`): left as the
+/// maintainer left it, marked ready when validated earlier, or swept.
 fn clean_up_abandoned(
     facts: &Facts<'_>,
     id: &str,
     session: Option<&Session>,
     pull: &PullRequestFact,
-    recorded: Option<Outcome>,
+    abandoned: Abandoned,
     liveness: &Liveness,
 ) -> CandidateDecision {
     let number = Some(pull.number);
-    let outcome = recorded.unwrap_or(Outcome::NoOutcome);
+    let recorded = abandoned.recorded;
+    let outcome = abandoned.outcome();
     let (verdict, mut reason) = match outcome.branch_on_cleanup() {
         BranchOnCleanup::LeftAsIs => {
             let reason = format!("{outcome}: left as the maintainer left it");
@@ -404,17 +442,14 @@ fn clean_up_abandoned(
                 pull.number
             ),
         ),
-        BranchOnCleanup::Deleted => (
-            Verdict::Swept,
-            match session {
-                Some(session) => format!(
-                    "abandoned: no planner job or sweep is active and its session finished ({})",
-                    session.outcome.map(|o| o.to_string()).unwrap_or_default()
-                ),
-                None => "abandoned: no session, no planner job or sweep is active".to_string(),
-            },
-        ),
+        BranchOnCleanup::Deleted => (Verdict::Swept, abandoned_because(session)),
     };
+    if let Some(issue) = abandoned
+        .closed_issue
+        .filter(|_| outcome == Outcome::Retired)
+    {
+        reason.push_str(&format!("; retired: {}", retired_because(issue)));
+    }
     let group = cleanup_group(
         facts,
         id,
@@ -424,7 +459,23 @@ fn clean_up_abandoned(
         liveness,
         &mut reason,
     );
-    decision(number, verdict, recorded, reason, Some(group))
+    let reported = if outcome == Outcome::Retired {
+        Some(outcome)
+    } else {
+        recorded
+    };
+    decision(number, verdict, reported, reason, Some(group))
+}
+
+/// Why an open pull request without a live session is abandoned.
+fn abandoned_because(session: Option<&Session>) -> String {
+    match session {
+        Some(session) => format!(
+            "abandoned: no planner job or sweep is active and its session finished ({})",
+            session.outcome.map(|o| o.to_string()).unwrap_or_default()
+        ),
+        None => "abandoned: no session, no planner job or sweep is active".to_string(),
+    }
 }
 
 /// A candidate left as it is because `what` is not read yet.

@@ -76,14 +76,23 @@ impl LeaseStanding {
     }
 }
 
-/// An outcome recorded for a live session whose parent ended.
+/// An outcome recorded for a live session whose parent ended, or for a parked session whose
+/// issue was closed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct OutcomeRecord {
     pub candidate: String,
     pub parent_run: u64,
+    /// The state the session had when the decision was made: it is recorded only while the
+    /// ledger still holds it so.
+    #[serde(skip_serializing_if = "is_live")]
+    pub session: SessionState,
     pub outcome: Outcome,
     pub agent_ran: bool,
+}
+
+fn is_live(state: &SessionState) -> bool {
+    *state == SessionState::Live
 }
 
 /// A parked session to start again (its parent run as parked).
@@ -279,9 +288,9 @@ fn take_lease(next: &mut Ledger, settings: &WriteSettings) -> Option<String> {
     (!already_ours).then(|| "took the recovery lease".to_string())
 }
 
-/// Each outcome recorded on the live session it is for (the same candidate and parent run):
-/// finished at `now`; returns the outcomes recorded, in plan order. An outcome whose session
-/// is no longer live with that parent is not recorded.
+/// Each outcome recorded on the session it is for (the same candidate, parent run and state,
+/// live or parked): finished at `now`; returns the outcomes recorded, in plan order. An outcome
+/// whose session is no longer in that state with that parent is not recorded.
 fn record_outcomes<'p>(
     next: &mut Ledger,
     outcomes: &'p [OutcomeRecord],
@@ -291,7 +300,7 @@ fn record_outcomes<'p>(
     for record in outcomes {
         let session = next.sessions.iter_mut().rev().find(|session| {
             session.candidate == record.candidate
-                && session.state == SessionState::Live
+                && session.state == record.session
                 && session.parent_run == record.parent_run
         });
         if let Some(session) = session {

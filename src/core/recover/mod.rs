@@ -22,6 +22,7 @@
 mod candidates;
 mod cleanup;
 mod guards;
+mod issue;
 mod labels;
 pub mod ledger_plan;
 mod legacy;
@@ -211,7 +212,14 @@ fn decide(facts: &Facts<'_>) -> RecoveryPlan {
         let decision = candidates::decide(facts, &id, &liveness);
         plan.add(id, decision);
     }
-    let ending = plan.ledger.outcomes.len() + plan.ledger.parks.len();
+    // Room under the cap: the live sessions this pass ends (a parked one it ends held none).
+    let ending = plan
+        .ledger
+        .outcomes
+        .iter()
+        .filter(|record| record.session == SessionState::Live)
+        .count()
+        + plan.ledger.parks.len();
     for (id, decision) in resume::resume_parked(facts, &plan.reports, ending) {
         plan.add(id, decision);
     }

@@ -1,8 +1,10 @@
-//! A live session whose parent ended (contract §4): its outcome recorded and the cleanup per
-//! the outcome planned, behind the §5 guards (`guards.rs`).
+//! A live session whose parent ended (contract §4), or a parked one whose issue was closed
+//! (§13): its outcome recorded and the cleanup per the outcome planned, behind the §5 guards
+//! (`guards.rs`).
 //!
-//! With its pull request open, the outcome is validated when the final sweep on its head
-//! succeeded, else the one the session reported, else `no-outcome`; a ready pull request stays
+//! With its pull request open, the outcome is `retired` when the issue its candidate came from
+//! was closed (`issue.rs`), else validated when the final sweep on its head succeeded, else the
+//! one the session reported, else `no-outcome`; a ready pull request stays
 //! ready only on a validated report, and a maintainer's commit leaves the draft as it is. With
 //! none open, the outcome follows how its pull request ended: merged, closed by a maintainer
 //! (`closed-by-maintainer`), closed by the bot or never opened; the closed pull request gets
@@ -22,6 +24,7 @@ use super::guards::{
     BranchFinding, Examination, ReadyPullRequest, SweepFinding, deletable_branch,
     examine_pull_request, maintainer_sweep, ready_pull_request,
 };
+use super::issue::{closed_issue, retired_because};
 use super::labels::status_label_sync;
 use super::liveness::Liveness;
 use super::{CandidateDecision, Facts, RunSeen, Seen, Verdict, decision};
@@ -32,13 +35,15 @@ use crate::core::plan::{
     Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
 };
 use crate::core::recover::ledger_plan::{OutcomeRecord, ParkRecord};
-use crate::core::snapshot::{CandidateIssue, PullRequestFact};
+use crate::core::snapshot::PullRequestFact;
 
-/// The outcome the ledger records for a reconciled live session.
-pub(super) fn outcome_record(id: &str, parent_run: u64, outcome: Outcome) -> OutcomeRecord {
+/// The outcome the ledger records for a reconciled session (live, or parked when its issue
+/// was closed).
+pub(super) fn outcome_record(session: &Session, outcome: Outcome) -> OutcomeRecord {
     OutcomeRecord {
-        candidate: id.to_string(),
-        parent_run,
+        candidate: session.candidate.clone(),
+        parent_run: session.parent_run,
+        session: session.state,
         outcome,
         agent_ran: true,
     }
@@ -57,7 +62,7 @@ pub(super) fn reconcile(
         // `Alive::No` for a live session means its parent ended.
         _ => session.started_at,
     };
-    let closed_issue = closed_issue(facts, id, pull)?;
+    let closed_issue = closed_issue(facts, id, pull.map(|pull| pull.number))?;
     match pull {
         Some(pull) => {
             reconcile_open_pull_request(facts, id, session, pull, ended_at, liveness, closed_issue)
@@ -70,24 +75,6 @@ pub(super) fn reconcile(
             liveness,
             closed_issue,
         ),
-    }
-}
-
-/// The issue an `issue-<n>` candidate came from, when it is closed (contract §13): its session
-/// then ends `retired`. An issue that could not be read is not taken as closed.
-fn closed_issue(facts: &Facts<'_>, id: &str, pull: Option<&PullRequestFact>) -> Step<Option<u64>> {
-    if !id.starts_with("issue-") {
-        return Continue(None);
-    }
-    match facts.candidate_issue(id) {
-        Seen::Unread => Break(waiting(
-            pull.map(|pull| pull.number),
-            "the issue it came from",
-        )),
-        Seen::Known(CandidateIssue::Closed(number)) => Continue(Some(*number)),
-        Seen::Known(CandidateIssue::Open(_) | CandidateIssue::NoIssue) | Seen::Failed(_) => {
-            Continue(None)
-        }
     }
 }
 
@@ -107,14 +94,11 @@ fn reconcile_open_pull_request(
     let parent = session.parent_run;
     let pending = session.pending_outcome;
     let number = Some(pull.number);
-    draft_at_reconcile(id, session, pull)?;
+    draft_at_reconcile(session, pull)?;
     let (maintainer_commit, final_sweep_succeeded) =
         guards_hold_at_reconcile(facts, pull, ended_at)?;
     let (outcome, why) = match closed_issue {
-        Some(issue) => (
-            Outcome::Retired,
-            format!("its issue #{issue} was closed, not by the merge of its pull request"),
-        ),
+        Some(issue) => (Outcome::Retired, retired_because(issue)),
         None => {
             let (outcome, why) = reconciled_outcome(final_sweep_succeeded, pending);
             (outcome, why.to_string())
@@ -157,7 +141,7 @@ fn reconcile_open_pull_request(
     };
     Continue(
         decision(number, Verdict::Reconciled, Some(outcome), reason, group)
-            .recording(outcome_record(id, parent, outcome)),
+            .recording(outcome_record(session, outcome)),
     )
 }
 
@@ -170,7 +154,7 @@ fn jobs_left(facts: &Facts<'_>, session: &Session) -> Option<usize> {
 
 /// A ready pull request of a reconciled session: reconciled as validated when the session
 /// reported validated (it marked it ready before its parent ended), else it needs inspection.
-fn draft_at_reconcile(id: &str, session: &Session, pull: &PullRequestFact) -> Step<()> {
+fn draft_at_reconcile(session: &Session, pull: &PullRequestFact) -> Step<()> {
     let parent = session.parent_run;
     let number = Some(pull.number);
     let validated = session.pending_outcome == Some(Outcome::Validated);
@@ -188,7 +172,7 @@ fn draft_at_reconcile(id: &str, session: &Session, pull: &PullRequestFact) -> St
                     reason,
                     None,
                 )
-                .recording(outcome_record(id, parent, Outcome::Validated)),
+                .recording(outcome_record(session, Outcome::Validated)),
             )
         }
         Some(ReadyPullRequest::Unexplained(reason)) => Break(decision(
@@ -304,7 +288,7 @@ fn reconcile_without_open_pull_request(
             reason,
             Some(group),
         )
-        .recording(outcome_record(id, parent, outcome)),
+        .recording(outcome_record(session, outcome)),
     )
 }
 
