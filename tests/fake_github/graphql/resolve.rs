@@ -735,6 +735,29 @@ fn git_object(state: &RepoState, arguments: &Map<String, Value>) -> Resolved {
         .unwrap_or(Resolved::Null)
 }
 
+/// A timeline's items (time, `itemTypes` word, item) in time order, filtered as GitHub's
+/// `timelineItems` arguments ask: `itemTypes`, `since`, then `skip`.
+pub(super) fn timeline_items(
+    mut items: Vec<(Timestamp, &str, Obj)>,
+    arguments: &Map<String, Value>,
+) -> Vec<Obj> {
+    items.sort_by_key(|(at, _, _)| *at);
+    let kinds = strings(arguments, "itemTypes");
+    let since = text(arguments, "since").and_then(Timestamp::parse);
+    let skip = arguments.get("skip").and_then(Value::as_u64).unwrap_or(0) as usize;
+    items
+        .into_iter()
+        .filter(|(_, kind, _)| {
+            kinds
+                .as_ref()
+                .is_none_or(|kinds| kinds.iter().any(|wanted| wanted == kind))
+        })
+        .filter(|(at, _, _)| since.is_none_or(|since| *at >= since))
+        .skip(skip)
+        .map(|(_, _, item)| item)
+        .collect()
+}
+
 /// The commits of a pull request, as REST lists them.
 fn pull_commits(state: &RepoState, number: u64) -> Vec<String> {
     let pull = &state.pulls[&number];
@@ -794,21 +817,7 @@ fn pull_request_field(
                 let actor = pull.closed_by.clone();
                 items.push((at, "CLOSED_EVENT", Obj::ClosedEvent { actor, at }));
             }
-            items.sort_by_key(|(at, _, _)| *at);
-            let kinds = strings(arguments, "itemTypes");
-            let since = text(arguments, "since").and_then(Timestamp::parse);
-            let skip = arguments.get("skip").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let items: Vec<Obj> = items
-                .into_iter()
-                .filter(|(_, kind, _)| {
-                    kinds
-                        .as_ref()
-                        .is_none_or(|kinds| kinds.iter().any(|wanted| wanted == kind))
-                })
-                .filter(|(at, _, _)| since.is_none_or(|since| *at >= since))
-                .skip(skip)
-                .map(|(_, _, item)| item)
-                .collect();
+            let items = timeline_items(items, arguments);
             let (items, total) = page(items, arguments, "timelineItems")?;
             Resolved::Object(Obj::TimelineConnection { items, total })
         }

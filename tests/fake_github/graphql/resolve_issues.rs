@@ -10,7 +10,7 @@ use super::super::clock::Timestamp;
 use super::super::state::{PullState, RepoState};
 use super::resolve::{
     FieldError, FieldResult, Obj, PageInfo, Resolved, edit_cursor, edit_position, order, page,
-    strings, text,
+    strings, timeline_items,
 };
 
 /// A Relay page of `items` (in the connection's order): `after`/`before` cut at a cursor of
@@ -161,21 +161,7 @@ pub(super) fn issue_timeline(
         let actor = issue.closed_by.clone();
         items.push((at, "CLOSED_EVENT", Obj::ClosedEvent { actor, at }));
     }
-    items.sort_by_key(|(at, _, _)| *at);
-    let kinds = strings(arguments, "itemTypes");
-    let since = text(arguments, "since").and_then(Timestamp::parse);
-    let skip = arguments.get("skip").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let items: Vec<Obj> = items
-        .into_iter()
-        .filter(|(_, kind, _)| {
-            kinds
-                .as_ref()
-                .is_none_or(|kinds| kinds.iter().any(|wanted| wanted == kind))
-        })
-        .filter(|(at, _, _)| since.is_none_or(|since| *at >= since))
-        .skip(skip)
-        .map(|(_, _, item)| item)
-        .collect();
+    let items = timeline_items(items, arguments);
     let (items, total, page_info) = relay_page(items, arguments, "timelineItems")?;
     Ok(Resolved::Object(Obj::IssueTimelineConnection {
         items,
