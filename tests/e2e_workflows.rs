@@ -475,6 +475,88 @@ fn a_planner_wave_discovers_candidates_and_runs_a_session_on_one_whose_baseline_
     );
 }
 
+const ISSUE_NOTE: &str = "issue: the parser tables are cached; the sweep passed";
+
+/// A repository of any shape whose maintainers hand work to klaud by labelling an issue
+/// (`discovery.source: issues`, nothing InferenceX-specific): the planner's wave discovers the
+/// issue a writer labelled, `verify-baselines` finds no baseline needed, `select` claims it, the
+/// session gives the agent the task, and `finish` links the validated pull request to the issue
+/// and comments on it.
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn a_planner_wave_of_an_issue_driven_repository_carries_a_labelled_issue_to_a_validated_pull_request()
+ {
+    let mut world = World::new();
+    world
+        .state
+        .set_role(recover_support::MAINTAINER, fake_github::state::Role::Write);
+    let issue = world.state.add_issue(fake_github::builder::IssueSpec {
+        title: "Cache the parser tables".into(),
+        body: Some("The tables are rebuilt on every call.".into()),
+        author: "drive-by-dan".into(),
+        ..Default::default()
+    });
+    world
+        .state
+        .label_issue(issue, "klaud", recover_support::MAINTAINER);
+    let planner = planner_run(&mut world.state, "workflow_dispatch");
+    let server = world.start();
+    let repository = ScratchRepository::labelled_issues();
+    let id = format!("issue-{issue}");
+    let model = ModelServer::start_conversations(agent::conversations(vec![(
+        id.as_str(),
+        agent::validated(&id, false, ISSUE_NOTE),
+    )]));
+
+    let run = GitHubRunners::while_running(&server, || {
+        repository.act(klaud_act("workflow_dispatch", PLAN, &server, planner).model(&model))
+    });
+    run.assert_job_succeeded();
+    eprintln!("issue-driven planner wave: act ran {:.1} s", run.seconds);
+    run.assert_log_contains(&format!("::set-output:: candidates=[\"{id}\"]"));
+    assert_model_script_used(&model);
+    let context = context_read(&model.conversation_requests(&agent::candidate_key(&id)));
+    assert_eq!(context["candidate"]["id"], json!(id));
+
+    let ledger = stored_ledger(&server);
+    let state = server.state();
+    assert_eq!(
+        sessions_of(&ledger),
+        vec![(
+            id.clone(),
+            SessionState::Finished,
+            Some(Outcome::Validated),
+            planner
+        )],
+        "the ledger: {ledger:?}"
+    );
+    let pull = pull_of(&state, &id);
+    assert_eq!((pull.state, pull.draft), (PullState::Open, false));
+    assert!(
+        pull.body
+            .as_deref()
+            .is_some_and(|body| body.contains(&format!("Closes #{issue}"))),
+        "{:?}",
+        pull.body
+    );
+    let comments: Vec<&str> = state
+        .comments
+        .values()
+        .filter(|comment| comment.issue_number == issue && comment.author == BOT)
+        .map(|comment| comment.body.as_str())
+        .collect();
+    assert_eq!(
+        comments.len(),
+        1,
+        "one comment of klaud on the issue: {comments:?}"
+    );
+    assert!(
+        comments[0].contains(&format!("#{}", pull.number)),
+        "{}",
+        comments[0]
+    );
+}
+
 const ALPHA_NOTE: &str = "alpha: sweep passed on the pushed head; validated";
 
 #[test]
@@ -979,6 +1061,19 @@ impl ScratchRepository {
         scratch.write(".github/klaud.yml", &format!("bot: {BOT}\n{config}"));
         scratch.commit("klaud configuration and candidates");
         ScratchRepository::around(scratch, Some(CANDIDATES_FILE))
+    }
+
+    /// A repository of any shape whose maintainers label issues: `.github/klaud.yml` with
+    /// `discovery.source: issues` and nothing else of InferenceX; no candidates file, no
+    /// producer, no master configs.
+    fn labelled_issues() -> Self {
+        let scratch = Scratch::new(Prebuilt::Matching);
+        scratch.write(
+            ".github/klaud.yml",
+            &format!("bot: {BOT}\ndiscovery:\n  source: issues\n"),
+        );
+        scratch.commit("klaud configuration");
+        ScratchRepository::around(scratch, None)
     }
 
     /// An InferenceX-shaped repository: the master file of `discovery`'s three families and
