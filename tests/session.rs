@@ -745,13 +745,13 @@ fn an_issues_candidate_gets_the_task_and_the_writers_comments_quoted_as_the_main
     // closed it lets the agent go at its next stop (finish then records `retired`).
     let (stdout, reads) = check_stop(&server, &pass, &stop_input());
     assert!(decision(&stdout).is_some(), "blocked without an outcome");
-    assert_eq!(reads, 2, "the issue, then the branch's pull requests");
+    assert_eq!(reads, 2, "the branch's pull requests, then the issue");
     server.with_state(|state| {
         state.issues.get_mut(&issue).unwrap().state = fake_github::PullState::Closed;
     });
     let (stdout, reads) = check_stop(&server, &pass, &stop_input());
     assert_eq!(decision(&stdout), None, "let go: {stdout}");
-    assert_eq!(reads, 1, "the issue only");
+    assert_eq!(reads, 2, "the branch's pull requests, then the issue");
 }
 
 #[test]

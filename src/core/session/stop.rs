@@ -83,10 +83,13 @@ impl HookAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopStep {
     Answer(HookAnswer),
-    /// Whether the issue the candidate came from is still open (contract §13): asked first,
-    /// only for such a candidate.
+    /// Whether the issue the candidate came from is still open (contract §13): asked only for
+    /// such a candidate, and only when the hook would block it with `otherwise` — a closed issue
+    /// lets the agent go instead. So the hook reads the issue after the pull requests (and the
+    /// sweep runs), and only when the answer depends on it.
     NeedsIssue {
         number: u64,
+        otherwise: String,
     },
     /// The pull requests of the session's branch.
     NeedsPullRequests,
@@ -129,24 +132,31 @@ pub fn first_step(
                 OutcomeFileState::Valid(file) if file.outcome != Outcome::Validated => {
                     StopStep::Answer(HookAnswer::Nothing)
                 }
-                _ => match &context.maintainers_request {
-                    Some(request) => StopStep::NeedsIssue {
-                        number: request.issue,
-                    },
-                    None => StopStep::NeedsPullRequests,
-                },
+                _ => StopStep::NeedsPullRequests,
             }
         }
     }
 }
 
-/// The step after the candidate's issue was read: a closed issue lets the agent go (`finish`
-/// records the candidate `retired`); an open one, or one that could not be read, goes on to the
-/// pull requests.
-pub fn with_issue(open: Result<bool, ReadFailure>) -> StopStep {
+/// A block of a candidate that came from an issue becomes the question whether its issue is
+/// still open; any other step stays as it is.
+pub fn or_the_issue(context: &SessionContext, step: StopStep) -> StopStep {
+    match (step, &context.maintainers_request) {
+        (StopStep::Answer(HookAnswer::Block(reason)), Some(request)) => StopStep::NeedsIssue {
+            number: request.issue,
+            otherwise: reason,
+        },
+        (step, _) => step,
+    }
+}
+
+/// The answer after the candidate's issue was read: a closed issue lets the agent go (`finish`
+/// records the candidate `retired`); an open one, or one that could not be read, keeps the
+/// block it was asked for.
+pub fn with_issue(open: Result<bool, ReadFailure>, otherwise: String) -> HookAnswer {
     match open {
-        Ok(false) => StopStep::Answer(HookAnswer::Nothing),
-        Ok(true) | Err(_) => StopStep::NeedsPullRequests,
+        Ok(false) => HookAnswer::Nothing,
+        Ok(true) | Err(_) => HookAnswer::Block(otherwise),
     }
 }
 
@@ -276,6 +286,7 @@ pub fn time_warning(context: &SessionContext, now: DateTime<Utc>) -> HookAnswer 
 
 #[cfg(test)]
 mod tests {
+    use super::super::request::MaintainersRequest;
     use super::*;
     use crate::core::outcome_file::parse_outcome_file;
     use crate::core::test_support::at;
@@ -315,6 +326,51 @@ mod tests {
     }
 
     const BEFORE: &str = "2026-12-01T10:00:00Z";
+
+    #[test]
+    fn an_issue_candidates_issue_is_read_only_to_lift_a_block() {
+        let plain = context();
+        let mut from_issue = context();
+        from_issue.maintainers_request = Some(MaintainersRequest {
+            about: String::new(),
+            issue: 40,
+            url: String::new(),
+            labelled_by: "maintainer-ann".into(),
+            quoted: "> a task".into(),
+            comments: Vec::new(),
+            comments_unread: None,
+        });
+        let block = || StopStep::Answer(HookAnswer::Block("write the outcome".into()));
+        assert_eq!(
+            or_the_issue(&from_issue, block()),
+            StopStep::NeedsIssue {
+                number: 40,
+                otherwise: "write the outcome".into()
+            }
+        );
+        assert_eq!(
+            or_the_issue(&plain, block()),
+            block(),
+            "no issue to ask about"
+        );
+        let go = StopStep::Answer(HookAnswer::Nothing);
+        assert_eq!(
+            or_the_issue(&from_issue, go.clone()),
+            go,
+            "no read to let it go"
+        );
+        assert_eq!(
+            with_issue(Ok(false), "write the outcome".into()),
+            HookAnswer::Nothing,
+            "a closed issue lets the agent go"
+        );
+        for open in [Ok(true), Err(ReadFailure::new("HTTP 502"))] {
+            assert_eq!(
+                with_issue(open, "write the outcome".into()),
+                HookAnswer::Block("write the outcome".into())
+            );
+        }
+    }
 
     #[test]
     fn a_stop_reads_github_only_when_the_answer_depends_on_it() {

@@ -17,7 +17,7 @@ use crate::adapters::github::{GitHubClient, GitHubSettings, token_problem};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::session::SessionContext;
 use crate::core::session::stop::{
-    HookAnswer, OutcomeFileState, StopStep, first_step, read_hook_input, with_issue,
+    HookAnswer, OutcomeFileState, StopStep, first_step, or_the_issue, read_hook_input, with_issue,
     with_pull_requests, with_sweep_runs,
 };
 use crate::core::snapshot::ReadFailure;
@@ -85,10 +85,7 @@ async fn answer(
         &outcome,
         now,
     );
-    if !matches!(
-        step,
-        StopStep::NeedsPullRequests | StopStep::NeedsIssue { .. }
-    ) {
+    if !matches!(step, StopStep::NeedsPullRequests) {
         return answer_of(step);
     }
     let context = context.expect("a step that reads GitHub has its context");
@@ -105,17 +102,6 @@ async fn answer(
             ));
         }
     };
-    if let StopStep::NeedsIssue { number } = step {
-        let open = client
-            .standalone_issue(number)
-            .await
-            .map_err(|error| failed_read(&error))
-            .map(|issue| issue.is_some_and(|issue| issue.state.is_open()));
-        let step = with_issue(open);
-        let StopStep::NeedsPullRequests = step else {
-            return answer_of(step);
-        };
-    }
     let pulls = client
         .pull_requests_for_branch(&context.branch)
         .await
@@ -127,17 +113,37 @@ async fn answer(
         })
         .map_err(|error| failed_read(&error));
     let step = with_pull_requests(&context, &outcome, pulls.as_deref().map_err(Clone::clone));
-    let StopStep::NeedsSweepRuns {
-        pull_request,
-        head_sha,
-    } = step
-    else {
-        return answer_of(step);
+    let step = match step {
+        StopStep::NeedsSweepRuns {
+            pull_request,
+            head_sha,
+        } => StopStep::Answer(sweep_answer(&client, &context, pull_request, &head_sha).await),
+        step => step,
     };
+    match or_the_issue(&context, step) {
+        StopStep::NeedsIssue { number, otherwise } => {
+            let open = client
+                .standalone_issue(number)
+                .await
+                .map_err(|error| failed_read(&error))
+                .map(|issue| issue.is_some_and(|issue| issue.state.is_open()));
+            with_issue(open, otherwise)
+        }
+        step => answer_of(step),
+    }
+}
+
+/// The answer once the sweep runs on the pull request's head were read.
+async fn sweep_answer(
+    client: &GitHubClient,
+    context: &SessionContext,
+    pull_request: u64,
+    head_sha: &str,
+) -> HookAnswer {
     // The decision asks for sweep runs only when there is a sweep workflow.
     let sweep = context.workflows.sweep.as_deref().unwrap_or_default();
     let mut filter = RunFilter::workflow(sweep);
-    filter.head_sha = Some(head_sha.clone());
+    filter.head_sha = Some(head_sha.to_string());
     let runs = client
         .workflow_runs(&filter)
         .await
@@ -152,9 +158,9 @@ async fn answer(
             }
         });
     with_sweep_runs(
-        &context,
+        context,
         pull_request,
-        &head_sha,
+        head_sha,
         runs.as_deref().map_err(Clone::clone),
     )
 }
