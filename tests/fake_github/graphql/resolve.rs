@@ -659,7 +659,7 @@ fn pull_requests(state: &RepoState, arguments: &Map<String, Value>) -> FieldResu
     let labels = strings(arguments, "labels");
     let head = text(arguments, "headRefName");
     let base = text(arguments, "baseRefName");
-    let mut pulls: Vec<_> = state
+    let pulls: Vec<_> = state
         .pulls
         .values()
         .filter(|pull| {
@@ -677,27 +677,14 @@ fn pull_requests(state: &RepoState, arguments: &Map<String, Value>) -> FieldResu
         .filter(|pull| head.is_none_or(|head| pull.head_ref == head))
         .filter(|pull| base.is_none_or(|base| pull.base_ref == base))
         .collect();
-    if let Some((field, descending)) = order(arguments) {
-        let comments = |number: u64| {
-            state
-                .comments
-                .values()
-                .filter(|comment| comment.issue_number == number)
-                .count() as i64
-        };
-        pulls.sort_by_key(|pull| {
-            let key = match field.as_str() {
-                "UPDATED_AT" => pull.updated_at.0,
-                "COMMENTS" => comments(pull.number),
-                _ => pull.created_at.0,
-            };
-            (key, pull.number)
-        });
-        if descending {
-            pulls.reverse();
-        }
-    }
-    let numbers: Vec<u64> = pulls.iter().map(|pull| pull.number).collect();
+    let entries = pulls
+        .iter()
+        .map(|pull| (pull.number, pull.created_at, pull.updated_at))
+        .collect();
+    let numbers = match order(arguments) {
+        Some((field, descending)) => ordered_numbers(state, entries, &field, descending),
+        None => entries.into_iter().map(|(number, _, _)| number).collect(),
+    };
     let (numbers, total) = page(numbers, arguments, "pullRequests")?;
     Ok(Resolved::Object(Obj::PullRequestConnection {
         numbers,
@@ -733,6 +720,36 @@ fn git_object(state: &RepoState, arguments: &Map<String, Value>) -> Resolved {
     sha.filter(|sha| state.commits.contains_key(sha))
         .map(|sha| Resolved::Object(Obj::Commit(sha)))
         .unwrap_or(Resolved::Null)
+}
+
+/// Issue or pull request numbers (with their creation and update times) in the order of an
+/// `orderBy` field — `CREATED_AT`, `UPDATED_AT` or `COMMENTS` —, ties by number, `DESC`
+/// reversed.
+pub(super) fn ordered_numbers(
+    state: &RepoState,
+    mut entries: Vec<(u64, Timestamp, Timestamp)>,
+    field: &str,
+    descending: bool,
+) -> Vec<u64> {
+    let comments = |number: u64| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == number)
+            .count() as i64
+    };
+    entries.sort_by_key(|(number, created, updated)| {
+        let key = match field {
+            "UPDATED_AT" => updated.0,
+            "COMMENTS" => comments(*number),
+            _ => created.0,
+        };
+        (key, *number)
+    });
+    if descending {
+        entries.reverse();
+    }
+    entries.into_iter().map(|(number, _, _)| number).collect()
 }
 
 /// A timeline's items (time, `itemTypes` word, item) in time order, filtered as GitHub's

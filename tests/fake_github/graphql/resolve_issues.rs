@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use super::super::clock::Timestamp;
 use super::super::state::{PullState, RepoState};
 use super::resolve::{
-    FieldError, FieldResult, Obj, PageInfo, Resolved, edit_cursor, edit_position, order, page,
-    strings, timeline_items,
+    FieldError, FieldResult, Obj, PageInfo, Resolved, edit_cursor, edit_position, order,
+    ordered_numbers, page, strings, timeline_items,
 };
 
 /// A Relay page of `items` (in the connection's order): `after`/`before` cut at a cursor of
@@ -86,7 +86,7 @@ pub(super) fn issues(state: &RepoState, arguments: &Map<String, Value>) -> Field
     }
     let states = strings(arguments, "states");
     let labels = strings(arguments, "labels");
-    let mut issues: Vec<_> = state
+    let issues: Vec<_> = state
         .issues
         .values()
         .filter(|issue| {
@@ -106,25 +106,11 @@ pub(super) fn issues(state: &RepoState, arguments: &Map<String, Value>) -> Field
         })
         .collect();
     let (field, descending) = order(arguments).unwrap_or(("CREATED_AT".into(), false));
-    let comments = |number: u64| {
-        state
-            .comments
-            .values()
-            .filter(|comment| comment.issue_number == number)
-            .count() as i64
-    };
-    issues.sort_by_key(|issue| {
-        let key = match field.as_str() {
-            "UPDATED_AT" => issue.updated_at.0,
-            "COMMENTS" => comments(issue.number),
-            _ => issue.created_at.0,
-        };
-        (key, issue.number)
-    });
-    if descending {
-        issues.reverse();
-    }
-    let numbers: Vec<u64> = issues.iter().map(|issue| issue.number).collect();
+    let entries = issues
+        .iter()
+        .map(|issue| (issue.number, issue.created_at, issue.updated_at))
+        .collect();
+    let numbers = ordered_numbers(state, entries, &field, descending);
     let (numbers, total, page_info) = relay_page(numbers, arguments, "issues")?;
     Ok(Resolved::Object(Obj::IssueConnection {
         numbers,
