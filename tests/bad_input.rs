@@ -476,6 +476,32 @@ const ROWS: &[(&str, &str, Change)] = &[
         "config: `health: {max-run-reads: 101}`",
         |run| run.file("klaud.yml", "health:\n  max-run-reads: 101\n"),
     ),
+    ("every mode", "config: `aftercare: {bogus: 1}`", |run| {
+        run.file("klaud.yml", "aftercare:\n  bogus: 1\n")
+    }),
+    (
+        "every mode",
+        "config: `aftercare: {refresh: sometimes}`",
+        |run| run.file("klaud.yml", "aftercare:\n  refresh: sometimes\n"),
+    ),
+    (
+        "every mode",
+        "config: `aftercare: {max-sessions: 11}`",
+        |run| run.file("klaud.yml", "aftercare:\n  max-sessions: 11\n"),
+    ),
+    (
+        "every mode",
+        "config: `aftercare: {cooldown-hours: 169}`",
+        |run| run.file("klaud.yml", "aftercare:\n  cooldown-hours: 169\n"),
+    ),
+    ("every mode", "config: `aftercare: {log-lines: 0}`", |run| {
+        run.file("klaud.yml", "aftercare:\n  log-lines: 0\n")
+    }),
+    (
+        "every mode",
+        "config: `aftercare: {max-log-bytes: 0}`",
+        |run| run.file("klaud.yml", "aftercare:\n  max-log-bytes: 0\n"),
+    ),
     (
         "`verify-baselines`, `select`, `prepare-review`",
         "a candidate's record over 64 KiB",

@@ -59,7 +59,7 @@ fn the_ledger_schema_forbids_unknown_keys_and_names_the_version() {
     );
     assert_eq!(
         Ledger::empty().version,
-        4,
+        5,
         "the document version this release writes"
     );
 }

@@ -81,6 +81,8 @@ pub fn ledger_of(sessions: &[ScenarioSession]) -> Ledger {
             attempts: Vec::new(),
             resuming: None,
             unadopted_jobs: Vec::new(),
+            kind: Default::default(),
+            aftercare: None,
         });
         if session.state == ScenarioState::Live {
             ledger.claims.push(Claim {

@@ -30,6 +30,8 @@ fn session() -> Session {
         attempts: Vec::new(),
         resuming: None,
         unadopted_jobs: Vec::new(),
+        kind: Default::default(),
+        aftercare: None,
     }
 }
 

@@ -10,6 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::aftercare::{AftercareRecord, AftercareWork, SessionKind};
 use super::execution::AgentRecord;
 use super::outcome::Outcome;
 use super::steering::Steering;
@@ -19,8 +20,9 @@ use super::steering::Steering;
 /// `pull-request:<n>`, a reason starting `needs inspection: ` or `left alone: `); version 2 had
 /// no session attempts (`attempts`, `resuming`), which version 3 adds with empty defaults;
 /// version 3 had no dashboard state (`steering`, `last-selection`, `passes`), which version 4
-/// adds empty.
-pub const LEDGER_VERSION: u32 = 4;
+/// adds empty; version 4 had no after-care (`aftercare`, a session's `kind` and `aftercare`
+/// work), which version 5 adds empty, every session of kind `propose`.
+pub const LEDGER_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -51,6 +53,10 @@ pub struct Ledger {
     /// The last passes that changed anything, oldest first, the last [`PASSES_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passes: Vec<PassRecord>,
+    /// klaud's validated pull requests it looks after until they are merged or closed
+    /// (contract §12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aftercare: Vec<AftercareRecord>,
 }
 
 /// How many passes [`Ledger::passes`] keeps.
@@ -101,6 +107,12 @@ pub struct PassRecord {
 pub struct Session {
     pub candidate: String,
     pub family: String,
+    /// What the session is for: `propose` (left out), or an after-care `refresh` or `repair`.
+    #[serde(default, skip_serializing_if = "SessionKind::is_propose")]
+    pub kind: SessionKind,
+    /// An after-care session's pull request and evidence, as `recover` saw them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aftercare: Option<AftercareWork>,
     /// Run id of the planner run that started it (its parent).
     pub parent_run: u64,
     /// `GITHUB_RUN_ATTEMPT` of the parent that claimed it; absent in documents written before
@@ -408,6 +420,7 @@ impl Ledger {
             steering: Steering::default(),
             last_selection: None,
             passes: Vec::new(),
+            aftercare: Vec::new(),
         }
     }
 
@@ -507,6 +520,8 @@ impl Ledger {
             attempts: Vec::new(),
             resuming: None,
             unadopted_jobs: Vec::new(),
+            kind: Default::default(),
+            aftercare: None,
         });
         Ok(())
     }
@@ -700,8 +715,26 @@ mod tests {
 
     #[test]
     fn a_newer_version_is_refused_not_misread() {
-        let error = Ledger::from_json(r#"{"version": 5, "sessions": []}"#).unwrap_err();
-        assert_eq!(error, LedgerReadError::NewerVersion { found: 5 });
+        let error = Ledger::from_json(r#"{"version": 6, "sessions": []}"#).unwrap_err();
+        assert_eq!(error, LedgerReadError::NewerVersion { found: 6 });
+    }
+
+    #[test]
+    fn a_version_4_ledger_reads_with_its_sessions_proposing_and_nothing_in_aftercare() {
+        let ledger = Ledger::from_json(
+            r#"{"version": 4, "sessions": [{"candidate": "a", "family": "f", "parent-run": 1,
+                "state": "finished", "started-at": "2026-01-01T00:00:00Z",
+                "finished-at": "2026-01-01T01:00:00Z", "outcome": "validated",
+                "pull-request": 7}]}"#,
+        )
+        .unwrap();
+        assert_eq!(ledger.version, LEDGER_VERSION);
+        assert_eq!(ledger.sessions[0].kind, SessionKind::Propose);
+        assert_eq!(ledger.sessions[0].aftercare, None);
+        assert!(ledger.aftercare.is_empty());
+        let written = ledger.to_json();
+        assert!(!written.contains("\"kind\"") && !written.contains("\"aftercare\""));
+        assert_eq!(Ledger::from_json(&written).unwrap(), ledger);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub enum StatusLabel {
     Incompatible,
     Error,
     Retired,
+    /// An after-care pull request that waits for a maintainer (contract §12).
+    NeedsMaintainer,
 }
 
 /// What cleanup does with the candidate branch after the session ends.
@@ -210,7 +212,7 @@ impl FromStr for Outcome {
 }
 
 impl StatusLabel {
-    pub const ALL: [StatusLabel; 7] = [
+    pub const ALL: [StatusLabel; 8] = [
         StatusLabel::InProgress,
         StatusLabel::Parked,
         StatusLabel::Finished,
@@ -218,6 +220,7 @@ impl StatusLabel {
         StatusLabel::Incompatible,
         StatusLabel::Error,
         StatusLabel::Retired,
+        StatusLabel::NeedsMaintainer,
     ];
 
     /// The key naming this label in the configuration's `labels.status` map.
@@ -230,6 +233,7 @@ impl StatusLabel {
             StatusLabel::Incompatible => "incompatible",
             StatusLabel::Error => "error",
             StatusLabel::Retired => "retired",
+            StatusLabel::NeedsMaintainer => "needs-maintainer",
         }
     }
 
@@ -243,6 +247,7 @@ impl StatusLabel {
             StatusLabel::Incompatible => "klaud-incompatible",
             StatusLabel::Error => "klaud-error",
             StatusLabel::Retired => "klaud-retired",
+            StatusLabel::NeedsMaintainer => "klaud-needs-maintainer",
         }
     }
 }

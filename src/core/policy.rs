@@ -54,6 +54,7 @@ pub struct Policy {
     pub session_budget_usd: Option<f64>,
     pub dashboard: DashboardSettings,
     pub health: HealthSettings,
+    pub aftercare: AftercareSettings,
 }
 
 /// The dashboard issue (contract §10); `dashboard` in `.github/klaud.yml`.
@@ -127,6 +128,76 @@ impl Default for HealthSettings {
             almost_ready_jobs: 5,
             max_run_reads: 20,
         }
+    }
+}
+
+/// When a validated pull request gets a `refresh` session (contract §12): `conflicting`, when
+/// GitHub says it conflicts with its base; `behind`, also when it is only behind its base;
+/// `never`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefreshWhen {
+    Conflicting,
+    Behind,
+    Never,
+}
+
+/// When a validated pull request gets a `repair` session (contract §12): `failing`, when its
+/// health is `failing` (a check failed, none still running); `never`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RepairWhen {
+    Failing,
+    Never,
+}
+
+/// How klaud keeps its validated pull requests mergeable and current (contract §12);
+/// `aftercare` in `.github/klaud.yml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AftercareSettings {
+    /// Which base changes start a `refresh` session.
+    pub refresh: RefreshWhen,
+    /// Which check failures start a `repair` session.
+    pub repair: RepairWhen,
+    /// Close an after-care pull request when a newer candidate of its family ends `validated`;
+    /// while on, a waiting after-care pull request does not occupy its family for other
+    /// candidates.
+    pub supersede: bool,
+    /// After-care sessions one pull request may have over its life, successful ones included;
+    /// past them it waits for a maintainer.
+    #[schemars(range(max = 10))]
+    pub max_sessions: u32,
+    /// Hours at least between two after-care sessions of one pull request.
+    #[schemars(range(max = 168))]
+    pub cooldown_hours: u32,
+    /// Lines kept from the end of each failed job's log for a `repair` session.
+    #[schemars(range(min = 1, max = 10000))]
+    pub log_lines: u32,
+    /// Bytes of failed jobs' log tails one `repair` session gets at most, all jobs together.
+    #[schemars(range(min = 1, max = 1048576))]
+    pub max_log_bytes: u64,
+}
+
+impl Default for AftercareSettings {
+    fn default() -> Self {
+        AftercareSettings {
+            refresh: RefreshWhen::Conflicting,
+            repair: RepairWhen::Failing,
+            supersede: true,
+            max_sessions: 2,
+            cooldown_hours: 6,
+            log_lines: 200,
+            max_log_bytes: 65_536,
+        }
+    }
+}
+
+impl AftercareSettings {
+    /// Whether any event can start an after-care session (supersede aside).
+    pub fn starts_sessions(&self) -> bool {
+        self.max_sessions > 0
+            && (self.refresh != RefreshWhen::Never || self.repair != RepairWhen::Never)
     }
 }
 
@@ -312,6 +383,7 @@ pub(crate) mod tests {
             session_budget_usd: None,
             dashboard: DashboardSettings::default(),
             health: HealthSettings::default(),
+            aftercare: AftercareSettings::default(),
         }
     }
 

@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::core::outcome::{DefaultCooldown, Outcome, StatusLabel};
-use crate::core::policy::{DashboardSettings, HealthSettings, Policy, SessionLimits};
+use crate::core::policy::{
+    AftercareSettings, DashboardSettings, HealthSettings, Policy, SessionLimits,
+};
 
 /// `.github/klaud.yml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -50,6 +52,9 @@ pub struct Config {
     /// How the health of klaud's open pull requests is read and their sweeps' end estimated
     /// (contract §12).
     pub health: HealthSettings,
+    /// How klaud keeps its validated pull requests mergeable and current: refresh, repair and
+    /// supersede (contract §12).
+    pub aftercare: AftercareSettings,
 }
 
 /// `discovery` (contract §11, §13).
@@ -304,6 +309,8 @@ pub struct StatusLabelNames {
     pub error: String,
     /// Shown for `duplicate`, `retired` and `already-updated`.
     pub retired: String,
+    /// An after-care pull request that waits for a maintainer.
+    pub needs_maintainer: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -348,6 +355,7 @@ impl Default for Config {
             dashboard: DashboardSettings::default(),
             discovery: DiscoverySettings::default(),
             health: HealthSettings::default(),
+            aftercare: AftercareSettings::default(),
         }
     }
 }
@@ -384,6 +392,7 @@ impl Default for StatusLabelNames {
             incompatible: "klaud-incompatible".into(),
             error: "klaud-error".into(),
             retired: "klaud-retired".into(),
+            needs_maintainer: "klaud-needs-maintainer".into(),
         }
     }
 }
@@ -416,6 +425,7 @@ impl Config {
             (StatusLabel::Incompatible, &labels.incompatible),
             (StatusLabel::Error, &labels.error),
             (StatusLabel::Retired, &labels.retired),
+            (StatusLabel::NeedsMaintainer, &labels.needs_maintainer),
         ]
         .into_iter()
         .map(|(label, name)| (label, name.clone()))
@@ -445,6 +455,7 @@ impl Config {
             session_budget_usd: self.budget.session_usd,
             dashboard: self.dashboard.clone(),
             health: self.health.clone(),
+            aftercare: self.aftercare,
         }
     }
 }
@@ -621,6 +632,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     }
     validate_discovery(&config.discovery)?;
     validate_health(&config.health)?;
+    validate_aftercare(&config.aftercare)?;
     for (name, days) in &config.cooldowns {
         let key = format!("cooldowns.{name}");
         let Some(outcome) = Outcome::parse(name) else {
@@ -669,6 +681,25 @@ fn validate_health(health: &HealthSettings) -> Result<(), ConfigError> {
     }
     if health.max_run_reads > 100 {
         return Err(invalid("health.max-run-reads", "must be from 0 to 100"));
+    }
+    Ok(())
+}
+
+fn validate_aftercare(aftercare: &AftercareSettings) -> Result<(), ConfigError> {
+    if aftercare.max_sessions > 10 {
+        return Err(invalid("aftercare.max-sessions", "must be from 0 to 10"));
+    }
+    if aftercare.cooldown_hours > 168 {
+        return Err(invalid("aftercare.cooldown-hours", "must be from 0 to 168"));
+    }
+    if !(1..=10_000).contains(&aftercare.log_lines) {
+        return Err(invalid("aftercare.log-lines", "must be from 1 to 10000"));
+    }
+    if !(1..=1_048_576).contains(&aftercare.max_log_bytes) {
+        return Err(invalid(
+            "aftercare.max-log-bytes",
+            "must be from 1 to 1048576 bytes",
+        ));
     }
     Ok(())
 }

@@ -138,6 +138,8 @@ impl World {
             attempts: Vec::new(),
             resuming: None,
             unadopted_jobs: Vec::new(),
+            kind: Default::default(),
+            aftercare: None,
         });
         self.snapshot.ledger.sessions.last_mut().unwrap()
     }

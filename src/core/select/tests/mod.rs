@@ -86,6 +86,8 @@ impl World {
             attempts: Vec::new(),
             resuming: None,
             unadopted_jobs: Vec::new(),
+            kind: Default::default(),
+            aftercare: None,
         });
         self.ledger.sessions.last_mut().unwrap()
     }

@@ -1,0 +1,140 @@
+use super::*;
+use crate::core::ledger::{Ledger, Session};
+use crate::core::test_support::at;
+
+fn validated(ledger: &mut Ledger, candidate: &str, family: &str, number: u64, when: &str) {
+    ledger.record_validated(candidate, family, number, Some("abc"), at(when));
+}
+
+#[test]
+fn a_validated_pull_request_is_watched_and_keeps_its_sessions_when_validated_again() {
+    let mut ledger = Ledger::empty();
+    validated(&mut ledger, "a", "f", 7, "2026-01-01T00:00:00Z");
+    assert_eq!(
+        ledger.aftercare_of(7).unwrap().state,
+        AftercareState::Watched
+    );
+    ledger.aftercare[0].sessions_used = 1;
+    ledger.aftercare[0].state = AftercareState::NeedsMaintainer {
+        since: at("2026-01-02T00:00:00Z"),
+        because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+    };
+    assert!(ledger.record_validated("a", "f", 7, Some("def"), at("2026-01-03T00:00:00Z")));
+    let record = ledger.aftercare_of(7).unwrap();
+    assert_eq!(record.state, AftercareState::Watched);
+    assert_eq!(record.sessions_used, 1);
+    assert_eq!(record.validated_head.as_deref(), Some("def"));
+    assert!(!ledger.record_validated("a", "f", 7, Some("def"), at("2026-01-03T00:00:00Z")));
+}
+
+#[test]
+fn a_pull_request_left_for_good_stays_left_when_validated_again() {
+    let mut ledger = Ledger::empty();
+    validated(&mut ledger, "a", "f", 7, "2026-01-01T00:00:00Z");
+    ledger.aftercare[0].state = AftercareState::Left {
+        since: at("2026-01-02T00:00:00Z"),
+        reason: "a commit by a maintainer".into(),
+    };
+    ledger.record_validated("a", "f", 7, Some("def"), at("2026-01-03T00:00:00Z"));
+    assert!(matches!(
+        ledger.aftercare_of(7).unwrap().state,
+        AftercareState::Left { .. }
+    ));
+}
+
+#[test]
+fn a_newer_validated_candidate_supersedes_the_others_of_its_family_only() {
+    let mut ledger = Ledger::empty();
+    validated(&mut ledger, "old", "f", 3, "2026-01-01T00:00:00Z");
+    validated(&mut ledger, "other", "g", 4, "2026-01-01T00:00:00Z");
+    validated(&mut ledger, "new", "f", 9, "2026-01-05T00:00:00Z");
+    let now = at("2026-01-05T00:00:00Z");
+    assert_eq!(
+        ledger.mark_superseded("f", 9, false, now),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ledger.mark_superseded("f", 9, true, now), vec![3]);
+    assert_eq!(
+        ledger.aftercare_of(3).unwrap().state,
+        AftercareState::Superseded { since: now, by: 9 }
+    );
+    assert_eq!(
+        ledger.aftercare_of(4).unwrap().state,
+        AftercareState::Watched
+    );
+    assert_eq!(
+        ledger.aftercare_of(9).unwrap().state,
+        AftercareState::Watched
+    );
+    // Marking again changes nothing.
+    assert!(ledger.mark_superseded("f", 9, true, now).is_empty());
+}
+
+fn open_session(candidate: &str) -> Session {
+    Session {
+        candidate: candidate.into(),
+        family: "f".into(),
+        kind: SessionKind::Refresh,
+        aftercare: None,
+        parent_run: 1,
+        parent_attempt: None,
+        state: SessionState::Live,
+        started_at: at("2026-01-02T00:00:00Z"),
+        finished_at: None,
+        outcome: None,
+        agent_ran: true,
+        pull_request: Some(3),
+        pending_outcome: None,
+        attempts: Vec::new(),
+        resuming: None,
+        unadopted_jobs: Vec::new(),
+    }
+}
+
+#[test]
+fn a_waiting_pull_request_frees_its_family_unless_a_session_runs_or_supersede_is_off() {
+    let settings = AftercareSettings::default();
+    let mut ledger = Ledger::empty();
+    assert!(!waits_in_aftercare(&ledger, "a", &settings));
+    validated(&mut ledger, "a", "f", 3, "2026-01-01T00:00:00Z");
+    assert!(waits_in_aftercare(&ledger, "a", &settings));
+    let off = AftercareSettings {
+        supersede: false,
+        ..settings
+    };
+    assert!(!waits_in_aftercare(&ledger, "a", &off));
+    ledger.sessions.push(open_session("a"));
+    assert!(!waits_in_aftercare(&ledger, "a", &settings));
+    ledger.sessions.clear();
+    ledger.aftercare[0].state = AftercareState::Left {
+        since: at("2026-01-02T00:00:00Z"),
+        reason: "handed off".into(),
+    };
+    assert!(!waits_in_aftercare(&ledger, "a", &settings));
+}
+
+#[test]
+fn a_record_allows_the_configured_sessions_and_the_granted_ones() {
+    let mut ledger = Ledger::empty();
+    validated(&mut ledger, "a", "f", 3, "2026-01-01T00:00:00Z");
+    ledger.aftercare[0].granted = 1;
+    assert_eq!(
+        ledger.aftercare[0].sessions_allowed(&AftercareSettings::default()),
+        3
+    );
+}
+
+#[test]
+fn the_kinds_are_spelled_as_in_session_json() {
+    for kind in [
+        SessionKind::Propose,
+        SessionKind::Refresh,
+        SessionKind::Repair,
+    ] {
+        assert_eq!(
+            serde_json::to_value(kind).unwrap(),
+            serde_json::json!(kind.name())
+        );
+    }
+    assert!(SessionKind::Repair.is_aftercare() && !SessionKind::Propose.is_aftercare());
+}
