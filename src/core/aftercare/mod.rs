@@ -9,6 +9,10 @@
 //! klaud still looks after it, waits for a maintainer, left it for good (a guard failed) or
 //! closes it because a newer candidate of its family was validated.
 
+mod next;
+
+pub use next::{AftercareNext, AftercareWait, next_for};
+
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

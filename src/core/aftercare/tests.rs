@@ -138,3 +138,244 @@ fn the_kinds_are_spelled_as_in_session_json() {
     }
     assert!(SessionKind::Repair.is_aftercare() && !SessionKind::Propose.is_aftercare());
 }
+
+mod next {
+    use super::*;
+    use crate::core::github_state::{MergeStateStatus, Mergeable};
+    use crate::core::health::{Health, PullRequestHealth};
+    use crate::core::policy::{RefreshWhen, RepairWhen};
+
+    fn health(
+        health: Health,
+        mergeable: Mergeable,
+        merge_state: MergeStateStatus,
+    ) -> PullRequestHealth {
+        PullRequestHealth {
+            number: 3,
+            candidate: "a".into(),
+            created_at: at("2026-01-01T00:00:00Z"),
+            draft: false,
+            head_sha: "abc".into(),
+            health,
+            unknown_because: None,
+            conflicting: mergeable == Mergeable::Conflicting,
+            behind: merge_state == MergeStateStatus::Behind,
+            mergeable,
+            merge_state,
+            checks: Default::default(),
+            pending: Default::default(),
+            eta_minutes: None,
+            eta_partial: false,
+            failed: Vec::new(),
+        }
+    }
+
+    fn record() -> AftercareRecord {
+        let mut ledger = Ledger::empty();
+        validated(&mut ledger, "a", "f", 3, "2026-01-01T00:00:00Z");
+        ledger.aftercare.remove(0)
+    }
+
+    const NOW: &str = "2026-01-02T00:00:00Z";
+
+    fn next(
+        record: &AftercareRecord,
+        health: &PullRequestHealth,
+        settings: &AftercareSettings,
+    ) -> AftercareNext {
+        next_for(record, health, false, settings, at(NOW))
+    }
+
+    #[test]
+    fn a_conflict_calls_for_a_refresh_before_failed_checks_call_for_a_repair() {
+        let settings = AftercareSettings::default();
+        let conflicting = health(
+            Health::Failing,
+            Mergeable::Conflicting,
+            MergeStateStatus::Dirty,
+        );
+        assert_eq!(
+            next(&record(), &conflicting, &settings),
+            AftercareNext::Start {
+                kind: SessionKind::Refresh
+            }
+        );
+        let failing = health(
+            Health::Failing,
+            Mergeable::Mergeable,
+            MergeStateStatus::Blocked,
+        );
+        assert_eq!(
+            next(&record(), &failing, &settings),
+            AftercareNext::Start {
+                kind: SessionKind::Repair
+            }
+        );
+        let passing = health(
+            Health::Passing,
+            Mergeable::Mergeable,
+            MergeStateStatus::Clean,
+        );
+        assert_eq!(next(&record(), &passing, &settings), AftercareNext::Watch);
+    }
+
+    #[test]
+    fn behind_calls_for_a_refresh_only_when_configured() {
+        let behind = health(
+            Health::Passing,
+            Mergeable::Mergeable,
+            MergeStateStatus::Behind,
+        );
+        assert_eq!(
+            next(&record(), &behind, &AftercareSettings::default()),
+            AftercareNext::Watch
+        );
+        let settings = AftercareSettings {
+            refresh: RefreshWhen::Behind,
+            ..Default::default()
+        };
+        assert_eq!(
+            next(&record(), &behind, &settings),
+            AftercareNext::Start {
+                kind: SessionKind::Refresh
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_mergeability_running_checks_and_unread_checks_wait() {
+        let settings = AftercareSettings::default();
+        let unknown = health(
+            Health::Failing,
+            Mergeable::Unknown,
+            MergeStateStatus::Unknown,
+        );
+        assert_eq!(
+            next(&record(), &unknown, &settings),
+            AftercareNext::Wait {
+                kind: None,
+                wait: AftercareWait::MergeabilityUnknown
+            }
+        );
+        let running = health(
+            Health::FailingRunning,
+            Mergeable::Mergeable,
+            MergeStateStatus::Unstable,
+        );
+        assert_eq!(
+            next(&record(), &running, &settings),
+            AftercareNext::Wait {
+                kind: Some(SessionKind::Repair),
+                wait: AftercareWait::ChecksRunning
+            }
+        );
+        let unread = health(
+            Health::Unknown,
+            Mergeable::Mergeable,
+            MergeStateStatus::Clean,
+        );
+        assert_eq!(
+            next(&record(), &unread, &settings),
+            AftercareNext::Wait {
+                kind: None,
+                wait: AftercareWait::ChecksUnknown
+            }
+        );
+        // With refresh off, unknown mergeability does not hold a repair back.
+        let repair_only = AftercareSettings {
+            refresh: RefreshWhen::Never,
+            ..Default::default()
+        };
+        assert_eq!(
+            next(&record(), &unknown, &repair_only),
+            AftercareNext::Start {
+                kind: SessionKind::Repair
+            }
+        );
+        let nothing = AftercareSettings {
+            repair: RepairWhen::Never,
+            ..repair_only
+        };
+        assert_eq!(next(&record(), &unknown, &nothing), AftercareNext::Watch);
+    }
+
+    #[test]
+    fn the_cooldown_and_the_sessions_allowed_bound_what_starts() {
+        let settings = AftercareSettings::default();
+        let failing = health(
+            Health::Failing,
+            Mergeable::Mergeable,
+            MergeStateStatus::Blocked,
+        );
+        let mut record = record();
+        record.sessions_used = 1;
+        record.last_started_at = Some(at("2026-01-01T20:00:00Z"));
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::Wait {
+                kind: Some(SessionKind::Repair),
+                wait: AftercareWait::Cooldown {
+                    until: at("2026-01-02T02:00:00Z")
+                }
+            }
+        );
+        record.last_started_at = Some(at("2026-01-01T18:00:00Z"));
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::Start {
+                kind: SessionKind::Repair
+            }
+        );
+        record.sessions_used = 2;
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::SessionsUsedUp {
+                kind: SessionKind::Repair,
+                used: 2
+            }
+        );
+        record.granted = 1;
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::Start {
+                kind: SessionKind::Repair
+            }
+        );
+    }
+
+    #[test]
+    fn its_state_and_an_open_session_decide_first() {
+        let settings = AftercareSettings::default();
+        let failing = health(
+            Health::Failing,
+            Mergeable::Conflicting,
+            MergeStateStatus::Dirty,
+        );
+        let mut record = record();
+        assert_eq!(
+            next_for(&record, &failing, true, &settings, at(NOW)),
+            AftercareNext::SessionOpen
+        );
+        record.state = AftercareState::Superseded {
+            since: at(NOW),
+            by: 9,
+        };
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::Close { by: 9 }
+        );
+        record.state = AftercareState::NeedsMaintainer {
+            since: at(NOW),
+            because: NeedsMaintainerBecause::SessionsUsedUp { used: 2 },
+        };
+        assert_eq!(
+            next(&record, &failing, &settings),
+            AftercareNext::WaitsForMaintainer
+        );
+        record.state = AftercareState::Left {
+            since: at(NOW),
+            reason: "handed off".into(),
+        };
+        assert_eq!(next(&record, &failing, &settings), AftercareNext::Left);
+    }
+}
