@@ -481,6 +481,6 @@ pub(crate) mod tests {
             .status_labels
             .insert(StatusLabel::Error, "bot-error".into());
         assert_eq!(policy.status_label(StatusLabel::Error), "bot-error");
-        assert_eq!(policy.all_status_labels().len(), 7);
+        assert_eq!(policy.all_status_labels().len(), 8);
     }
 }
