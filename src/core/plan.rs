@@ -106,6 +106,8 @@ pub enum MarkedComment {
     Receipt,
     /// The session log `note` keeps.
     SessionLog,
+    /// The note on an after-care pull request a newer one superseded (contract §12).
+    Superseded,
 }
 
 impl MarkedComment {
@@ -113,6 +115,7 @@ impl MarkedComment {
         match self {
             MarkedComment::Receipt => "completion receipt",
             MarkedComment::SessionLog => "session log",
+            MarkedComment::Superseded => "superseded note",
         }
     }
 }

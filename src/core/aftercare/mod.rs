@@ -10,8 +10,10 @@
 //! closes it because a newer candidate of its family was validated.
 
 mod next;
+mod supersede;
 
 pub use next::{AftercareNext, AftercareWait, next_for};
+pub use supersede::{supersede_group, superseded_body, superseded_marker};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

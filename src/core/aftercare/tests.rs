@@ -379,3 +379,76 @@ mod next {
         assert_eq!(next(&record, &failing, &settings), AftercareNext::Left);
     }
 }
+
+mod supersede {
+    use super::*;
+    use crate::core::plan::{Action, LedgerExpectation};
+    use crate::core::policy::tests::inferencex_policy;
+    use crate::core::snapshot::PullRequestFact;
+
+    fn pull(labels: &[&str]) -> PullRequestFact {
+        PullRequestFact {
+            number: 3,
+            node_id: "PR_3".into(),
+            head_branch: "klaud/auto-old".into(),
+            head_sha: "aaaaaaaaaa".into(),
+            from_this_repository: true,
+            author: Some("Klaud-Cold".into()),
+            open: true,
+            draft: false,
+            merged: false,
+            labels: labels.iter().map(|label| label.to_string()).collect(),
+            created_at: at("2026-01-01T00:00:00Z"),
+        }
+    }
+
+    #[test]
+    fn a_superseded_pull_request_is_noted_unlabelled_closed_and_its_unmoved_branch_deleted() {
+        let policy = inferencex_policy();
+        let pull = pull(&["klaud-finished", "full-sweep-enabled"]);
+        let (group, kept) = supersede_group(
+            &policy,
+            &pull,
+            Some("aaaaaaaaaa"),
+            9,
+            LedgerExpectation::Nothing,
+        );
+        assert_eq!(kept, None);
+        let lines: Vec<String> = group.actions.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "post or refresh the superseded note on #3",
+                "remove the status labels of #3",
+                "remove label full-sweep-enabled from #3",
+                "close #3",
+                "delete branch klaud/auto-old (if still at aaaaaaa)",
+            ]
+        );
+        let Action::PostMarkedComment { body, .. } = &group.actions[0] else {
+            panic!("the note comes first");
+        };
+        assert!(body.contains("Superseded by #9"));
+        assert_eq!(group.candidate.as_deref(), Some("old"));
+        let check = group.pull_request_check.unwrap();
+        assert_eq!(
+            (check.head_sha.as_deref(), check.draft, check.open),
+            (Some("aaaaaaaaaa"), Some(false), true)
+        );
+        assert!(group.destructive);
+    }
+
+    #[test]
+    fn a_branch_that_moved_is_kept_and_said_so() {
+        let policy = inferencex_policy();
+        let (group, kept) = supersede_group(
+            &policy,
+            &pull(&[]),
+            Some("bbbbbbbbbb"),
+            9,
+            LedgerExpectation::Nothing,
+        );
+        assert!(!group.actions.iter().any(Action::is_ref_deletion));
+        assert!(kept.unwrap().contains("moved to bbbbbbb"));
+    }
+}
