@@ -9,6 +9,7 @@
 //! klaud still looks after it, waits for a maintainer, left it for good (a guard failed) or
 //! closes it because a newer candidate of its family was validated.
 
+pub mod evidence;
 mod next;
 mod supersede;
 
@@ -252,6 +253,40 @@ impl Ledger {
                 true
             }
         }
+    }
+
+    /// Records that an after-care session of pull request `number` ended with `outcome`, not
+    /// validated: it waits for a maintainer, unless klaud left it for good or closes it as
+    /// superseded. Returns whether anything changed.
+    pub fn record_aftercare_ended(
+        &mut self,
+        number: u64,
+        outcome: Outcome,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let Some(record) = self
+            .aftercare
+            .iter_mut()
+            .find(|record| record.pull_request == number)
+        else {
+            return false;
+        };
+        if matches!(
+            record.state,
+            AftercareState::Left { .. } | AftercareState::Superseded { .. }
+        ) {
+            return false;
+        }
+        let because = NeedsMaintainerBecause::Ended(outcome);
+        if matches!(&record.state, AftercareState::NeedsMaintainer { because: known, .. } if *known == because)
+        {
+            return false;
+        }
+        record.state = AftercareState::NeedsMaintainer {
+            since: now,
+            because,
+        };
+        true
     }
 
     /// Marks the other watched or waiting after-care pull requests of `family` superseded by

@@ -43,6 +43,42 @@ fn a_pull_request_left_for_good_stays_left_when_validated_again() {
 }
 
 #[test]
+fn an_aftercare_session_that_ends_unvalidated_leaves_its_pull_request_to_a_maintainer() {
+    let mut ledger = Ledger::empty();
+    let ended = at("2026-01-02T00:00:00Z");
+    assert!(
+        !ledger.record_aftercare_ended(7, Outcome::Failed, ended),
+        "no record, nothing changes"
+    );
+    validated(&mut ledger, "a", "f", 7, "2026-01-01T00:00:00Z");
+    assert!(ledger.record_aftercare_ended(7, Outcome::Failed, ended));
+    let waiting = AftercareState::NeedsMaintainer {
+        since: ended,
+        because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+    };
+    assert_eq!(ledger.aftercare_of(7).unwrap().state, waiting);
+    assert!(
+        !ledger.record_aftercare_ended(7, Outcome::Failed, at("2026-01-03T00:00:00Z")),
+        "said once: its time stays"
+    );
+    assert!(ledger.record_aftercare_ended(7, Outcome::NoOutcome, ended));
+    for kept in [
+        AftercareState::Left {
+            since: ended,
+            reason: "a commit by a maintainer".into(),
+        },
+        AftercareState::Superseded {
+            since: ended,
+            by: 9,
+        },
+    ] {
+        ledger.aftercare[0].state = kept.clone();
+        assert!(!ledger.record_aftercare_ended(7, Outcome::Failed, ended));
+        assert_eq!(ledger.aftercare_of(7).unwrap().state, kept);
+    }
+}
+
+#[test]
 fn a_newer_validated_candidate_supersedes_the_others_of_its_family_only() {
     let mut ledger = Ledger::empty();
     validated(&mut ledger, "old", "f", 3, "2026-01-01T00:00:00Z");
