@@ -2,6 +2,11 @@
 //! candidate's session — its pull request, commits, who closed it, its runs and its branch — what
 //! the session's outcome is, which changes clean it up, and what the ledger records.
 //!
+//! After-care (contract §12): every `validated` ending makes its pull request watched (again)
+//! at its head ([`record_aftercare`]); an after-care session (`refresh`, `repair`) that ends any
+//! other way leaves its pull request open as a draft with its branch, labelled
+//! `klaud-needs-maintainer` — never closed, its branch never deleted.
+//!
 //! The guards of §5 bind here as in `recover`: a pull request with a maintainer's commit, a head
 //! moved to a commit that is not the bot's, a sweep started by a maintainer after the session
 //! began, a ready pull request without a validated record, or a fact that could not be read
@@ -20,6 +25,7 @@ use super::plan::{
     Action, ActionGroup, LedgerExpectation, MarkedComment, PullRequestCheck, status_label_action,
 };
 use super::policy::{Policy, SessionLimits};
+use super::session::aftercare::aftercare_pull_request;
 use super::snapshot::{CommitsFact, PullRequestFact, Read, RunFact};
 
 /// What the agent's workflow reported.
@@ -193,6 +199,18 @@ impl Cleanup {
     }
 }
 
+/// What the ledger's after-care records learn from the ending (contract §12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename_all = "kebab-case")]
+pub enum AftercareEnding {
+    /// Nothing: the session was not finished here, or its pull request is not klaud's to watch.
+    Unchanged,
+    /// Validated and made ready at `head`: watched (again).
+    Watched { head: String },
+    /// An after-care session ended without `validated`: its pull request waits for a maintainer.
+    NeedsMaintainer,
+}
+
 /// What `finish` decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -215,6 +233,8 @@ pub struct FinishPlan {
     pub cancel: Vec<Action>,
     /// Pull request and branch changes, in order.
     pub actions: Vec<Action>,
+    /// What the ledger's after-care records learn.
+    pub aftercare: AftercareEnding,
 }
 
 impl FinishPlan {
@@ -278,7 +298,9 @@ fn decide_for(
     match standing(pull, session, facts, policy) {
         Ok(Standing::HandedOff) => handed_off(plan, pull, policy),
         Ok(Standing::Merged) => merged(plan, pull),
-        Ok(Standing::Closed { foreign }) => closed(plan, request, pull, facts, policy, foreign),
+        Ok(Standing::Closed { foreign }) => {
+            closed(plan, request, session, pull, facts, policy, foreign)
+        }
         Ok(Standing::Open { runs }) => open(plan, request, session, pull, runs, facts, policy),
         Err(LeaveAlone(finding)) => left_alone(plan, finding),
     }
@@ -306,6 +328,7 @@ impl FinishPlan {
             }),
             cancel: Vec::new(),
             actions: Vec::new(),
+            aftercare: AftercareEnding::Unchanged,
         }
     }
 }
@@ -475,6 +498,9 @@ fn open(
     if request.outcome == Outcome::Validated {
         return validated(plan, pull, runs, policy);
     }
+    if aftercare_pull_request(session) == Some(pull.number) {
+        return waits_for_maintainer(plan, pull, policy);
+    }
     if request.outcome == Outcome::Retired && !pull.draft && plan.issue.is_some() {
         return ready_left_to_maintainers(plan, pull);
     }
@@ -536,6 +562,9 @@ fn validated(
         return left_alone(plan, problem);
     }
     plan.receipt = true;
+    plan.aftercare = AftercareEnding::Watched {
+        head: pull.head_sha.clone(),
+    };
     plan.reason = match policy.sweep_workflow {
         Some(_) => format!(
             "the final sweep on {} succeeded: #{} ready for review, branch kept",
@@ -564,6 +593,35 @@ fn validated(
             issue,
         });
     }
+    plan
+}
+
+/// An after-care session that ended any other way than `validated` (its last job's time used up
+/// included): its pull request stays open as a draft with its branch and its runs, labelled
+/// `klaud-needs-maintainer`, and waits for a maintainer. After-care never closes a pull request
+/// or deletes a branch (except when superseding, which is not a session's ending).
+fn waits_for_maintainer(
+    mut plan: FinishPlan,
+    pull: &PullRequestFact,
+    policy: &Policy,
+) -> FinishPlan {
+    plan.receipt = true;
+    plan.aftercare = AftercareEnding::NeedsMaintainer;
+    plan.actions.extend(status_label_action(
+        policy,
+        pull,
+        Some(StatusLabel::NeedsMaintainer),
+    ));
+    if !pull.draft {
+        plan.actions.push(Action::ConvertToDraft {
+            pull_request: pull.number,
+            node_id: pull.node_id.clone(),
+        });
+    }
+    plan.reason = format!(
+        "after-care ended {}: #{} stays open as a draft with its branch and waits for a maintainer",
+        plan.outcome, pull.number
+    );
     plan
 }
 
@@ -606,6 +664,7 @@ fn cleaned_up(
 fn closed(
     mut plan: FinishPlan,
     request: &FinishRequest,
+    session: &Session,
     pull: &PullRequestFact,
     facts: &FinishFacts,
     policy: &Policy,
@@ -642,7 +701,10 @@ fn closed(
         plan.outcome.status_label(),
     ));
     plan.actions.extend(sweep_label_removals(policy, pull));
-    if by_bot && request.outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+    if aftercare_pull_request(session) == Some(pull.number) {
+        plan.reason
+            .push_str("; branch kept: after-care deletes no branch when its session ends");
+    } else if by_bot && request.outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
         match foreign {
             Some(finding) => plan.reason.push_str(&format!("; branch kept: {finding}")),
             None => push_branch_deletion(&mut plan, pull, facts),
@@ -657,6 +719,7 @@ fn left_alone(mut plan: FinishPlan, reason: String) -> FinishPlan {
     plan.receipt = false;
     plan.cancel.clear();
     plan.actions.clear();
+    plan.aftercare = AftercareEnding::Unchanged;
     plan
 }
 
@@ -791,14 +854,37 @@ pub fn record(
             }
         }
         Cleanup::Done | Cleanup::Untouched => {
+            let family = open.as_ref().map(|session| session.family.clone());
             if let (Some(session), Some(number)) = (open, plan.pull_request) {
                 session.pull_request = Some(number);
             }
             // Already finished: nothing changes but an execution record not kept before.
             next.finish_session(&request.candidate, plan.outcome, request.agent_ran, now);
+            if let Some(family) = family {
+                record_aftercare(&mut next, plan, &family, now);
+            }
         }
     }
     (next != *ledger).then_some(next)
+}
+
+/// The ledger's after-care records after a session finished (contract §12): a pull request
+/// validated and made ready is watched (again) at its head; an after-care session's pull request
+/// that ended any other way waits for a maintainer. The one place a `validated` ending reaches
+/// the after-care records.
+pub fn record_aftercare(ledger: &mut Ledger, plan: &FinishPlan, family: &str, now: DateTime<Utc>) {
+    let Some(number) = plan.pull_request else {
+        return;
+    };
+    match &plan.aftercare {
+        AftercareEnding::Unchanged => {}
+        AftercareEnding::Watched { head } => {
+            ledger.record_validated(&plan.candidate, family, number, Some(head), now);
+        }
+        AftercareEnding::NeedsMaintainer => {
+            ledger.record_aftercare_ended(number, plan.outcome, now);
+        }
+    }
 }
 
 /// The marker that makes a session's receipt comment findable and unique.

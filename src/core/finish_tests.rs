@@ -508,3 +508,204 @@ fn only_the_budget_subtype_without_an_outcome_is_a_budget_stop() {
     assert!(!reported.park(false));
     assert_eq!(reported.reason_code(), None);
 }
+
+/// An after-care session of `kind` on pull request 3, started by recover at `HEAD`.
+fn aftercare_session(kind: crate::core::aftercare::SessionKind) -> Session {
+    Session {
+        kind,
+        aftercare: Some(crate::core::aftercare::AftercareWork {
+            pull_request: 3,
+            head_sha: HEAD.into(),
+            failed: Vec::new(),
+        }),
+        ..session()
+    }
+}
+
+/// The ledger with `open` live and pull request 3 watched since it was validated at hour 0.
+fn watched_ledger(open: &Session) -> Ledger {
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(open.clone());
+    ledger.record_validated("a", "f", 3, Some("old-head"), at(0));
+    ledger.aftercare[0].sessions_used = 1;
+    ledger
+}
+
+/// The facts of the after-care pull request: a draft again (or `ready`), at `HEAD`.
+fn aftercare_facts(draft: bool) -> FinishFacts {
+    let mut facts = draft_facts();
+    let pull = facts.pull.as_mut().unwrap();
+    pull.draft = draft;
+    pull.labels = vec!["klaud-in-progress".into(), "sweep-enabled".into()];
+    facts
+}
+
+#[test]
+fn a_validated_session_of_any_kind_makes_its_pull_request_watched_at_its_head() {
+    use crate::core::aftercare::{AftercareState, SessionKind};
+    let policy = inferencex_policy();
+    let mut facts = draft_facts();
+    facts.branch_runs = Some(Ok(vec![sweep("success")]));
+    let mut ledger = Ledger::empty();
+    ledger.sessions.push(session());
+    let plan = decide(&request(Outcome::Validated), &session(), &facts, &policy);
+    assert_eq!(
+        plan.aftercare,
+        AftercareEnding::Watched { head: HEAD.into() }
+    );
+    let next = record(&ledger, &plan, &request(Outcome::Validated), at(5)).unwrap();
+    let watched = next.aftercare_of(3).unwrap();
+    assert_eq!(
+        (watched.candidate.as_str(), watched.family.as_str()),
+        ("a", "f")
+    );
+    assert_eq!(watched.validated_head.as_deref(), Some(HEAD));
+    assert_eq!(watched.state, AftercareState::Watched);
+
+    for kind in [SessionKind::Refresh, SessionKind::Repair] {
+        let open = aftercare_session(kind);
+        let mut facts = aftercare_facts(true);
+        facts.branch_runs = Some(Ok(vec![sweep("success")]));
+        let plan = decide(&request(Outcome::Validated), &open, &facts, &policy);
+        assert_eq!(
+            steps(&plan),
+            [
+                "set status label klaud-finished on #3",
+                "mark #3 ready for review"
+            ],
+            "{kind}: ready again, its sweep label kept"
+        );
+        let mut ledger = watched_ledger(&open);
+        ledger.aftercare[0].state = AftercareState::NeedsMaintainer {
+            since: at(0),
+            because: crate::core::aftercare::NeedsMaintainerBecause::SessionsUsedUp { used: 1 },
+        };
+        let next = record(&ledger, &plan, &request(Outcome::Validated), at(5)).unwrap();
+        let watched = next.aftercare_of(3).unwrap();
+        assert_eq!(watched.state, AftercareState::Watched, "{kind}");
+        assert_eq!(watched.validated_head.as_deref(), Some(HEAD));
+        assert_eq!((watched.validated_at, watched.sessions_used), (at(5), 1));
+        assert_eq!(next.sessions[0].outcome, Some(Outcome::Validated));
+    }
+}
+
+#[test]
+fn an_aftercare_session_ending_otherwise_leaves_an_open_draft_with_its_branch_to_a_maintainer() {
+    use crate::core::aftercare::{AftercareState, NeedsMaintainerBecause, SessionKind};
+    let policy = inferencex_policy();
+    let open = aftercare_session(SessionKind::Repair);
+    for outcome in [
+        Outcome::Failed,
+        Outcome::NoOutcome,
+        Outcome::Inconclusive,
+        Outcome::NoCapacity,
+    ] {
+        let mut facts = aftercare_facts(true);
+        let mut running = sweep("success");
+        running.active = true;
+        running.conclusion = None;
+        facts.branch_runs = Some(Ok(vec![running]));
+        let plan = decide(&request(outcome), &open, &facts, &policy);
+        assert_eq!(plan.cleanup, Cleanup::Done);
+        assert!(plan.receipt);
+        assert_eq!(
+            steps(&plan),
+            ["set status label klaud-needs-maintainer on #3"],
+            "{outcome}: not closed, no branch deleted, its runs and sweep label kept"
+        );
+        assert_eq!(plan.aftercare, AftercareEnding::NeedsMaintainer);
+        let next = record(&watched_ledger(&open), &plan, &request(outcome), at(5)).unwrap();
+        assert_eq!(
+            next.aftercare_of(3).unwrap().state,
+            AftercareState::NeedsMaintainer {
+                since: at(5),
+                because: NeedsMaintainerBecause::Ended(outcome)
+            }
+        );
+        assert_eq!(next.sessions[0].outcome, Some(outcome));
+    }
+
+    // A pull request still ready (its draft conversion failed when the session started) is
+    // made a draft again; it is never left alone for want of a validated record.
+    let plan = decide(
+        &request(Outcome::Failed),
+        &aftercare_session(SessionKind::Refresh),
+        &aftercare_facts(false),
+        &policy,
+    );
+    assert_eq!(
+        steps(&plan),
+        [
+            "set status label klaud-needs-maintainer on #3",
+            "convert #3 to a draft"
+        ]
+    );
+    assert_eq!(
+        plan.reason,
+        "after-care ended failed: #3 stays open as a draft with its branch and waits for a maintainer"
+    );
+}
+
+#[test]
+fn an_aftercare_session_out_of_time_in_its_last_job_waits_for_a_maintainer_and_one_with_jobs_left_is_parked()
+ {
+    use crate::core::aftercare::SessionKind;
+    let policy = inferencex_policy();
+    let open = aftercare_session(SessionKind::Refresh);
+    let ending = JobEnding::Deadline(DeadlineVerdict::OutOfAttempts { attempts: 3 });
+    let last_job = FinishRequest {
+        park: ending.park(false),
+        attempt_end: ending.attempt_end(),
+        ..request(Outcome::NoOutcome)
+    };
+    let plan = decide(&last_job, &open, &aftercare_facts(true), &policy);
+    assert_eq!(plan.aftercare, AftercareEnding::NeedsMaintainer);
+    assert_eq!(
+        steps(&plan),
+        ["set status label klaud-needs-maintainer on #3"]
+    );
+    let parking = FinishRequest {
+        park: true,
+        attempt_end: AttemptEnd::TimeRanOut,
+        ..request(Outcome::NoOutcome)
+    };
+    let plan = decide(&parking, &open, &aftercare_facts(true), &policy);
+    assert_eq!(plan.cleanup, Cleanup::Parked);
+    assert_eq!(plan.aftercare, AftercareEnding::Unchanged);
+    assert_eq!(steps(&plan), ["set status label klaud-parked on #3"]);
+    let ledger = watched_ledger(&open);
+    let next = record(&ledger, &plan, &parking, at(5)).unwrap();
+    assert_eq!(
+        next.aftercare, ledger.aftercare,
+        "a parked session changes no record"
+    );
+}
+
+#[test]
+fn an_aftercare_pull_request_the_bot_closed_keeps_its_branch() {
+    use crate::core::aftercare::SessionKind;
+    let policy = inferencex_policy();
+    let mut facts = aftercare_facts(true);
+    facts.pull.as_mut().unwrap().open = false;
+    facts.closed_by = Some(Ok(Some(BOT.into())));
+    let open = aftercare_session(SessionKind::Repair);
+    let plan = decide(&request(Outcome::Failed), &open, &facts, &policy);
+    assert!(
+        !steps(&plan)
+            .iter()
+            .any(|step| step.starts_with("delete branch")),
+        "{:?}",
+        steps(&plan)
+    );
+    assert!(
+        plan.reason
+            .ends_with("after-care deletes no branch when its session ends")
+    );
+    let propose = decide(&request(Outcome::Failed), &session(), &facts, &policy);
+    assert!(
+        steps(&propose)
+            .iter()
+            .any(|step| step.starts_with("delete branch")),
+        "a propose session's branch goes as before"
+    );
+}
