@@ -270,7 +270,7 @@ impl FeedReader {
 
 /// rustls with the ring provider and the platform's roots, like octocrab's connector; the second
 /// value says why `https://` will fail when no root certificate could be loaded.
-fn tls_config() -> Result<(rustls::ClientConfig, Option<String>), String> {
+pub(crate) fn tls_config() -> Result<(rustls::ClientConfig, Option<String>), String> {
     let loaded = rustls_native_certs::load_native_certs();
     let mut roots = rustls::RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(loaded.certs);
@@ -613,7 +613,7 @@ fn one_line(text: &str) -> String {
 
 /// Every cause of an HTTP error, outermost first, without repeats or the URL (the message names
 /// the feed once).
-fn error_chain(error: reqwest::Error) -> String {
+pub(crate) fn error_chain(error: reqwest::Error) -> String {
     let error = error.without_url();
     let mut parts: Vec<String> = Vec::new();
     let mut cause: Option<&dyn std::error::Error> = Some(&error);

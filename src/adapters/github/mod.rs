@@ -15,6 +15,7 @@ pub mod event;
 pub mod git;
 pub mod graphql;
 pub mod issues;
+pub mod job_logs;
 pub mod labelled_issues;
 pub mod models;
 pub mod open_pulls;

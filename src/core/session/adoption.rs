@@ -44,6 +44,10 @@ pub enum Refusal {
     Closed { pull_request: u64, merged: bool },
     /// The daily budget has less than a cent left: the agent would spend past the day.
     DailyBudgetSpent(BudgetExhausted),
+    /// An after-care session whose pull request is not among its branch's.
+    AftercarePullRequestMissing { pull_request: u64 },
+    /// An after-care session whose pull request is not the bot's of this repository.
+    NotTheBots { pull_request: u64 },
 }
 
 impl std::fmt::Display for Refusal {
@@ -88,6 +92,14 @@ impl std::fmt::Display for Refusal {
                 formatter,
                 "the daily budget is used up ({}): no agent run starts, so none spends past the day",
                 spent.figures()
+            ),
+            Refusal::AftercarePullRequestMissing { pull_request } => write!(
+                formatter,
+                "the after-care session's pull request #{pull_request} is not among its branch's"
+            ),
+            Refusal::NotTheBots { pull_request } => write!(
+                formatter,
+                "#{pull_request} is not the bot's pull request of this repository: after-care leaves it alone"
             ),
         }
     }
@@ -203,16 +215,17 @@ pub fn adopt(
 }
 
 /// The session's pull request among the pull requests of its branch (see
-/// [`super::pick_pull_request`]).
+/// [`super::pick_pull_request`]); an after-care session's is the one it was started for.
 pub fn session_pull_request<'a>(
     pulls: &'a [PullRequestFact],
     session: &Session,
     policy: &Policy,
 ) -> Option<&'a PullRequestFact> {
+    let known = super::aftercare::aftercare_pull_request(session).or(session.pull_request);
     super::pick_pull_request(
         pulls,
         &policy.candidate_branch(&session.candidate),
-        session.pull_request,
+        known,
         session.started_at,
     )
 }

@@ -4,6 +4,7 @@
 //! (`notes.rs`).
 
 pub mod adoption;
+pub mod aftercare;
 pub mod notes;
 pub mod request;
 pub mod stop;
@@ -12,6 +13,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::core::aftercare::SessionKind;
+use crate::core::aftercare::evidence::Evidence;
 use crate::core::ledger::{Attempt, Session};
 use crate::core::outcome::Outcome;
 use crate::core::outcome_file::reportable_outcomes;
@@ -27,6 +30,18 @@ pub const CONTEXT_VERSION: u32 = 1;
 #[serde(rename_all = "kebab-case")]
 pub struct SessionContext {
     pub version: u32,
+    /// What the session is for: `propose` a change, or after-care's `refresh` (bring the
+    /// validated pull request up to date with its base) or `repair` (make its failed checks pass).
+    #[serde(default)]
+    pub kind: SessionKind,
+    /// An after-care session's base: the pull request's base branch and the commit it pointed at
+    /// when the session started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<aftercare::BaseRef>,
+    /// A `repair` session's evidence: the failed checks `recover` saw on the pull request's head,
+    /// each with the end of its log (or why there is none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<Evidence>>,
     /// The candidate's record as `select` claimed it; a labelled issue's without its task, which
     /// `maintainers-request` gives quoted.
     pub candidate: Value,
@@ -108,6 +123,8 @@ pub struct ContextSetting {
     pub html_url: String,
     pub outcome_file: String,
     pub note_command: String,
+    /// What an after-care session gets besides: its base and evidence.
+    pub aftercare: Option<aftercare::AftercareContext>,
 }
 
 /// The context of an adopted session.
@@ -122,8 +139,15 @@ pub fn session_context(
         .attempts
         .split_last()
         .expect("an adopted session has its attempt");
+    let (base, evidence) = match setting.aftercare {
+        Some(context) if session.kind.is_aftercare() => (Some(context.base), context.evidence),
+        _ => (None, None),
+    };
     SessionContext {
         version: CONTEXT_VERSION,
+        kind: session.kind,
+        base,
+        evidence,
         candidate: setting.record,
         maintainers_request: setting.maintainers_request,
         candidate_id: session.candidate.clone(),
@@ -228,6 +252,150 @@ pub fn agent_settings(klaud: &str, context_file: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::aftercare::evidence::EvidenceLog;
+    use crate::core::aftercare::{AftercareWork, FailedJob};
+    use crate::core::ledger::{Ledger, Resuming};
+    use crate::core::policy::tests::inferencex_policy;
+    use crate::core::test_support::at;
+
+    /// The session of candidate `a` of `kind`, adopted by run 91.
+    fn adopted(kind: SessionKind) -> Session {
+        let mut ledger = Ledger::empty();
+        ledger
+            .claim_family("a", "f", 90, at("2026-12-01T08:00:00Z"))
+            .unwrap();
+        let session = &mut ledger.sessions[0];
+        session.kind = kind;
+        if kind.is_aftercare() {
+            session.aftercare = Some(AftercareWork {
+                pull_request: 12,
+                head_sha: "h".into(),
+                failed: Vec::new(),
+            });
+            session.resuming = Some(Resuming {
+                by_run: 90,
+                at: at("2026-12-01T08:00:00Z"),
+            });
+        }
+        let job = adoption::JobIdentity {
+            run_id: if kind.is_aftercare() { 91 } else { 90 },
+            run_attempt: 1,
+        };
+        let limits = inferencex_policy().session;
+        adoption::adopt(&ledger, "a", job, limits, at("2026-12-01T08:01:00Z"))
+            .unwrap()
+            .session
+    }
+
+    fn setting(aftercare: Option<aftercare::AftercareContext>) -> ContextSetting {
+        ContextSetting {
+            record: json!({"id": "a", "family": "f"}),
+            maintainers_request: None,
+            repository: "o/r".into(),
+            api_url: "https://api.github.com".into(),
+            html_url: "https://github.com".into(),
+            outcome_file: "/w/outcome.json".into(),
+            note_command: "klaud note --candidate a --text-file FILE".into(),
+            aftercare,
+        }
+    }
+
+    fn aftercare_context(evidence: Option<Vec<Evidence>>) -> aftercare::AftercareContext {
+        aftercare::AftercareContext {
+            base: aftercare::BaseRef {
+                branch: "main".into(),
+                sha: "b".repeat(40),
+            },
+            evidence,
+        }
+    }
+
+    fn written(context: &SessionContext) -> Value {
+        let value = serde_json::to_value(context).unwrap();
+        let read: SessionContext = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(&read, context, "the hook reads back what was written");
+        value
+    }
+
+    #[test]
+    fn a_propose_session_says_its_kind_and_nothing_of_aftercare() {
+        let policy = inferencex_policy();
+        let session = adopted(SessionKind::Propose);
+        let context = session_context(
+            &session,
+            None,
+            &policy,
+            setting(Some(aftercare_context(None))),
+            false,
+        );
+        let value = written(&context);
+        assert_eq!(value["kind"], "propose");
+        assert!(value.get("base").is_none() && value.get("evidence").is_none());
+    }
+
+    #[test]
+    fn a_refresh_session_gets_its_base_and_no_evidence() {
+        let policy = inferencex_policy();
+        let session = adopted(SessionKind::Refresh);
+        let context = session_context(
+            &session,
+            None,
+            &policy,
+            setting(Some(aftercare_context(None))),
+            false,
+        );
+        let value = written(&context);
+        assert_eq!(value["kind"], "refresh");
+        assert_eq!(
+            value["base"],
+            json!({"branch": "main", "sha": "b".repeat(40)})
+        );
+        assert!(value.get("evidence").is_none());
+    }
+
+    #[test]
+    fn a_repair_session_gets_its_base_and_the_failed_jobs_with_their_log_tails() {
+        let policy = inferencex_policy();
+        let session = adopted(SessionKind::Repair);
+        let failed = FailedJob {
+            name: "sweep / b200".into(),
+            run_id: Some(5),
+            job_id: Some(6),
+            url: Some("https://github.com/o/r/actions/runs/5/job/6".into()),
+            conclusion: Some(crate::core::github_state::CheckConclusion::Failure),
+        };
+        let logs = std::collections::BTreeMap::from([(
+            6,
+            Ok(crate::core::aftercare::evidence::JobLog {
+                text: "step 1\nError: out of memory\n".into(),
+                whole: true,
+            }),
+        )]);
+        let evidence =
+            crate::core::aftercare::evidence::evidence(&[failed], &logs, &policy.aftercare);
+        let context = session_context(
+            &session,
+            None,
+            &policy,
+            setting(Some(aftercare_context(Some(evidence)))),
+            false,
+        );
+        let value = written(&context);
+        assert_eq!(value["kind"], "repair");
+        assert_eq!(value["base"]["branch"], "main");
+        assert_eq!(
+            value["evidence"],
+            json!([{
+                "name": "sweep / b200", "run-id": 5, "job-id": 6,
+                "url": "https://github.com/o/r/actions/runs/5/job/6", "conclusion": "FAILURE",
+                "log": {"state": "tail", "lines": 2, "text": "step 1\nError: out of memory"}
+            }])
+        );
+        assert!(matches!(
+            context.evidence.unwrap()[0].log,
+            EvidenceLog::Tail { .. }
+        ));
+    }
 
     #[test]
     fn hook_commands_quote_what_a_shell_would_split() {

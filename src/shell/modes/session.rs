@@ -12,9 +12,21 @@
 //! maintainers' request, with the issue's last 20 comments by accounts with write permission,
 //! read once adopted (`core::session::request`).
 //!
+//! An after-care session (`refresh` or `repair`, contract §12; `core::session::aftercare`) is
+//! refused unless its pull request is listed on its branch and the bot's. Before adopting, the
+//! pull request's base branch is read (the commit it points at now) and, for a `repair`, the end
+//! of each failed job's log (`adapters::github::job_logs`: GitHub's redirect, then the log's
+//! host without the token; a log that cannot be read is named in `session.json`, never fatal).
+//! Once adopted, the pull request is turned back into a draft labelled `klaud-in-progress`
+//! through the executor, behind a re-check that it is still open, the bot's and not handed off;
+//! a change that fails is said, and the session runs all the same (`finish` ends it as a draft
+//! either way).
+//!
 //! Requests: the ledger, the branch's pull requests and the candidate's record (3 reads), one
 //! ledger write when adopted; for an issue's candidate, its comments and one permission read per
-//! comment author.
+//! comment author. An after-care session adds the base branch (1 read), for a `repair` two reads
+//! per failed job with a job id (GitHub's redirect and the log), and the re-check of the pull
+//! request (1 read) with its draft conversion and status label (up to 3 writes).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,14 +40,18 @@ use super::StepContext;
 use super::work_files::write_json_file;
 use crate::adapters::github::GitHubClient;
 use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
+use crate::core::aftercare::SessionKind;
+use crate::core::aftercare::evidence::{JobLog, evidence};
 use crate::core::candidate::{CANDIDATE_ID_PATTERN, is_candidate_id};
 use crate::core::cost::RunCap;
 use crate::core::github_state::RepositoryPermission;
+use crate::core::ledger::Session;
 use crate::core::outcome_file::structured_output_schema;
 use crate::core::session::adoption::{
     Adoption, JobIdentity, Refusal, adopt_under_budget, newest_session, pull_request_refusal,
     session_pull_request,
 };
+use crate::core::session::aftercare::{AftercareContext, BaseRef, aftercare_refusal, start_group};
 use crate::core::session::request::{
     IssueComment, IssueTask, MaintainersRequest, comment_authors, issue_task, maintainers_request,
     record_without_task,
@@ -44,8 +60,8 @@ use crate::core::session::{ContextSetting, agent_settings, session_context, shel
 use crate::core::snapshot::{PullRequestFact, Read, ReadFailure};
 use crate::shell::cli::SessionArgs;
 use crate::shell::error::StepError;
-use crate::shell::gather::branch_pull_requests;
-use crate::shell::gather::failed_read;
+use crate::shell::execute::{ActionResult, Clearance, ExecuteSettings, execute};
+use crate::shell::gather::{describe, failed_read, pull_request_fact};
 use crate::shell::github::{RequestReport, connect};
 
 /// The context file's name in the work directory.
@@ -108,11 +124,12 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         .cloned()
         .expect("an adoptable session exists");
     let branch = policy.candidate_branch(&candidate);
-    let pulls = branch_pull_requests(client, &branch).await?;
+    let (pulls, bases) = branch_pull_requests(client, &branch).await?;
     let pull = session_pull_request(&pulls, &session, policy).cloned();
     if let Some(refusal) = pull
         .as_ref()
         .and_then(|pull| pull_request_refusal(pull, policy))
+        .or_else(|| aftercare_refusal(&session, pull.as_ref(), policy))
     {
         return refuse(
             context,
@@ -150,6 +167,17 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         );
     }
 
+    let aftercare = match (&pull, session.kind.is_aftercare()) {
+        (Some(pull), true) => {
+            let base_branch = bases
+                .get(&pull.number)
+                .map(String::as_str)
+                .unwrap_or_default();
+            Some(read_aftercare(context, client, &session, base_branch).await?)
+        }
+        _ => None,
+    };
+
     let update = store
         .update_starting_from(Some(loaded), |ledger| {
             match adopt_under_budget(ledger, &candidate, job, policy, now) {
@@ -182,12 +210,16 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         Some(task) => Some(read_maintainers_request(client, &task).await),
         None => None,
     };
+    let started = match &pull {
+        Some(pull) => start_aftercare(context, &connection, &adoption.session, pull, now).await,
+        None => None,
+    };
     let written = write_context(
         context,
         &candidate,
         &adoption,
         pull.as_ref(),
-        (record_without_task(record), request),
+        (record_without_task(record), request, aftercare),
         client.repository(),
     )?;
     let attempt = adoption.attempt();
@@ -217,14 +249,12 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
     reporter
         .write_outputs(&outputs)
         .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
+    let mut summary = adopted_summary(&candidate, &adoption, pull.as_ref(), &outputs, &cap);
+    if let Some(started) = &started {
+        summary.push_str(&format!("- {}: {started}\n", adoption.session.kind));
+    }
     reporter
-        .write_summary(&adopted_summary(
-            &candidate,
-            &adoption,
-            pull.as_ref(),
-            &outputs,
-            &cap,
-        ))
+        .write_summary(&summary)
         .map_err(|error| StepError::failed(format!("cannot write the step summary: {error}")))?;
     Ok(())
 }
@@ -264,6 +294,144 @@ async fn read_maintainers_request(client: &GitHubClient, task: &IssueTask) -> Ma
         comments.as_deref().map_err(Clone::clone),
         &permissions,
     )
+}
+
+/// The pull requests of the candidate's branch, with each one's base branch by number.
+async fn branch_pull_requests(
+    client: &GitHubClient,
+    branch: &str,
+) -> Result<(Vec<PullRequestFact>, BTreeMap<u64, String>), StepError> {
+    let listed = client
+        .pull_requests_for_branch(branch)
+        .await
+        .map_err(|error| {
+            StepError::failed(format!(
+                "the pull requests of {branch} could not be listed: {}",
+                describe(&error)
+            ))
+        })?;
+    let bases = listed
+        .iter()
+        .map(|pull| (pull.number, pull.base.branch.clone()))
+        .collect();
+    let facts = listed
+        .iter()
+        .map(|pull| pull_request_fact(pull, client.repository()))
+        .collect();
+    Ok((facts, bases))
+}
+
+/// What an after-care session is given besides: its base branch with the commit it points at
+/// now (a failed read fails the step before anything is written), and for a `repair` the end of
+/// each failed job's log (a log that cannot be read is named, never fatal).
+async fn read_aftercare(
+    context: &StepContext,
+    client: &GitHubClient,
+    session: &Session,
+    base_branch: &str,
+) -> Result<AftercareContext, StepError> {
+    let sha = client
+        .branch(base_branch)
+        .await
+        .map_err(|error| {
+            StepError::failed(format!(
+                "the base branch {base_branch} could not be read: {}",
+                describe(&error)
+            ))
+        })?
+        .ok_or_else(|| StepError::failed(format!("the base branch {base_branch} does not exist")))?
+        .object
+        .sha;
+    let base = BaseRef {
+        branch: base_branch.to_string(),
+        sha,
+    };
+    if session.kind != SessionKind::Repair {
+        return Ok(AftercareContext {
+            base,
+            evidence: None,
+        });
+    }
+    let settings = &context.policy.aftercare;
+    let failed = session
+        .aftercare
+        .as_ref()
+        .map(|work| work.failed.clone())
+        .unwrap_or_default();
+    let job_ids: Vec<u64> = failed.iter().filter_map(|job| job.job_id).collect();
+    let logs: BTreeMap<u64, Read<JobLog>> = client
+        .job_logs(&job_ids, settings.max_log_bytes)
+        .await
+        .into_iter()
+        .map(|(job_id, log)| {
+            let log = log.map_err(|error| {
+                context.reporter.warning(&format!(
+                    "the log of job {job_id} could not be read: {error}"
+                ));
+                ReadFailure::new(crate::core::text::bounded(&error.to_string(), 300))
+            });
+            (job_id, log)
+        })
+        .collect();
+    Ok(AftercareContext {
+        base,
+        evidence: Some(evidence(&failed, &logs, settings)),
+    })
+}
+
+/// Starts an after-care session on its pull request: a draft again, labelled
+/// `klaud-in-progress`, through the executor behind the re-check of the pull request. What was
+/// done, or why not; `None` for a session that is no after-care session of this pull request.
+async fn start_aftercare(
+    context: &StepContext,
+    connection: &crate::shell::github::GitHubConnection,
+    session: &Session,
+    pull: &PullRequestFact,
+    now: chrono::DateTime<Utc>,
+) -> Option<String> {
+    let policy = &context.policy;
+    if !session.kind.is_aftercare() {
+        return None;
+    }
+    let Some(group) = start_group(session, pull, policy) else {
+        return Some(format!(
+            "#{} is already a draft labelled {}",
+            pull.number,
+            policy.status_label(crate::core::outcome::StatusLabel::InProgress)
+        ));
+    };
+    let settings = ExecuteSettings {
+        bot: policy.bot.clone(),
+        now,
+        cancel_wait: std::time::Duration::ZERO,
+        reserve: 0,
+    };
+    let execution = execute(
+        connection,
+        &settings,
+        std::slice::from_ref(&group),
+        &[Clearance::Cleared],
+    )
+    .await;
+    let lines: Vec<String> = execution
+        .groups
+        .iter()
+        .flat_map(|group| &group.actions)
+        .map(|record| {
+            if !matches!(record.result, ActionResult::Done(_)) {
+                context.reporter.warning(&format!(
+                    "{}: {}; the session runs all the same",
+                    record.description,
+                    record.result.describe()
+                ));
+            }
+            format!("{}: {}", record.description, record.result.describe())
+        })
+        .collect();
+    for line in &lines {
+        context.reporter.info(line);
+    }
+    Some(lines.join("; "))
 }
 
 fn read_candidate(arguments: &SessionArgs) -> Result<String, StepError> {
@@ -316,7 +484,11 @@ fn write_context(
     candidate: &str,
     adoption: &Adoption,
     pull: Option<&PullRequestFact>,
-    (record, maintainers_request): (Value, Option<MaintainersRequest>),
+    (record, maintainers_request, aftercare): (
+        Value,
+        Option<MaintainersRequest>,
+        Option<AftercareContext>,
+    ),
     repository: &str,
 ) -> Result<WrittenContext, StepError> {
     let directory = absolute(&context.directory);
@@ -359,6 +531,7 @@ fn write_context(
             shell_quoted(&klaud),
             shell_quoted(candidate)
         ),
+        aftercare,
     };
     let session_context = session_context(
         &adoption.session,
