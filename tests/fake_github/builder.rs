@@ -272,6 +272,7 @@ impl RepoState {
             deleted_refs: Vec::new(),
             update_refs_available: true,
             edits_listed_oldest_first: false,
+            job_logs: BTreeMap::new(),
             next_ids: NextIds::default(),
         }
     }
@@ -803,6 +804,11 @@ impl RepoState {
     }
 
     /// Adds a job to a run; returns the job id.
+    /// Keeps `text` as job `job_id`'s log, served through the logs redirect.
+    pub fn set_job_log(&mut self, job_id: u64, text: &str) {
+        self.job_logs.insert(job_id, text.to_string());
+    }
+
     pub fn add_job(&mut self, run_id: u64, spec: JobSpec) -> u64 {
         let id = self.next_ids.job_id;
         self.next_ids.job_id += 1;

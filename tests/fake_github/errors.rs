@@ -51,6 +51,8 @@ pub mod docs {
     pub const DISPATCH: &str =
         "https://docs.github.com/rest/actions/workflows#create-a-workflow-dispatch-event";
     pub const JOBS: &str = "https://docs.github.com/rest/actions/workflow-jobs";
+    pub const JOB_LOGS: &str =
+        "https://docs.github.com/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run";
     pub const RATE_LIMITS: &str =
         "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api";
     pub const SECONDARY_RATE_LIMITS: &str = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits";

@@ -10,6 +10,7 @@
 //! [`RepoState`] with its builder methods, and starts it with [`FakeGitHub::start`]. The same
 //! server runs standalone as `cargo run --example fake-github -- --port 0 --state scenario.json`.
 
+pub mod blobs;
 pub mod builder;
 pub mod clock;
 pub mod errors;

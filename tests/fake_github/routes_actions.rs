@@ -1,6 +1,7 @@
 //! GitHub Actions: workflows, workflow-run listings with GitHub's filters and its 1000-result cap
 //! (filtered listings reach at most 1000 runs through pagination while `total_count` stays true),
-//! single runs, jobs, cancelling, and `workflow_dispatch`.
+//! single runs, jobs, a job's log (a redirect to the blob server, `blobs.rs`), cancelling, and
+//! `workflow_dispatch`.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -71,6 +72,32 @@ pub fn routes() -> Router<Shared> {
             "/repos/{owner}/{repo}/actions/runs/{id}/cancel",
             post(cancel_run),
         )
+        .route(
+            "/repos/{owner}/{repo}/actions/jobs/{id}/logs",
+            get(job_logs),
+        )
+}
+
+/// `302 Found` to the log's short-lived URL on the blob server, as GitHub answers; 404 for a
+/// job that does not exist or keeps no log.
+async fn job_logs(State(shared): State<Shared>, Path(params): Params) -> ApiResult {
+    let job_id = number_param(&params, "id")?;
+    let known = {
+        let state = shared.repo();
+        state.job_logs.contains_key(&job_id)
+            && state.jobs.values().flatten().any(|job| job.id == job_id)
+    };
+    let location = known
+        .then(|| super::blobs::grant(&shared, job_id))
+        .flatten()
+        .ok_or_else(|| ApiError::not_found(docs::JOB_LOGS))?;
+    let mut response = empty_response(302);
+    let location = axum::http::HeaderValue::from_str(&location)
+        .map_err(|_| ApiError::not_found(docs::JOB_LOGS))?;
+    response
+        .headers_mut()
+        .insert(axum::http::header::LOCATION, location);
+    Ok(response)
 }
 
 async fn list_workflows(

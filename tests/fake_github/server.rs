@@ -1,7 +1,8 @@
 //! The HTTP server: starting it on 127.0.0.1 in its own thread, the handle tests hold, and the
 //! middleware that gives every GitHub route GitHub's cross-cutting behaviour — authentication by
 //! token, the primary rate limit and its headers, injected latency and faults, the repository
-//! check, and the request log.
+//! check, and the request log. Beside it, on a port of its own (another origin, as GitHub's blob
+//! storage is another host), the blob server of job logs (`blobs.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -140,6 +141,12 @@ pub struct Control {
     pub log: Vec<LoggedRequest>,
     /// Changes made to the state just before the first request they match is handled.
     pub hooks: Vec<RequestHook>,
+    /// The blob server's origin (`http://127.0.0.1:PORT`), once it listens.
+    pub blob_base: Option<String>,
+    /// Signature → the job whose log it opens: the short-lived URLs handed out.
+    pub blob_grants: HashMap<String, u64>,
+    /// Every request the blob server answered, in order.
+    pub blob_log: Vec<super::blobs::BlobRequest>,
 }
 
 /// A change of the state someone makes at the moment a request arrives.
@@ -183,6 +190,9 @@ impl Control {
             windows: HashMap::new(),
             log: Vec::new(),
             hooks: Vec::new(),
+            blob_base: None,
+            blob_grants: HashMap::new(),
+            blob_log: Vec::new(),
         }
     }
 
@@ -258,10 +268,14 @@ impl FakeGitHub {
         let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
+        let blob_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        blob_listener.set_nonblocking(true)?;
         let shared = Shared::new(state);
+        shared.control().blob_base = Some(format!("http://{}", blob_listener.local_addr()?));
         let app = middleware::map_request_with_state(shared.clone(), by_repository_name)
             .layer(router(shared.clone()))
             .into_make_service();
+        let blob_app = super::blobs::router(shared.clone());
         let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("fake-github-{}", address.port()))
@@ -273,12 +287,19 @@ impl FakeGitHub {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .expect("the listener joins the runtime");
+                    let blob_listener = tokio::net::TcpListener::from_std(blob_listener)
+                        .expect("the blob listener joins the runtime");
+                    let (blob_stop, blob_stopped) = tokio::sync::oneshot::channel::<()>();
                     let stopped = async {
                         let _ = stop_receiver.await;
+                        let _ = blob_stop.send(());
                     };
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(stopped)
-                        .await;
+                    let blobs =
+                        axum::serve(blob_listener, blob_app).with_graceful_shutdown(async {
+                            let _ = blob_stopped.await;
+                        });
+                    let api = axum::serve(listener, app).with_graceful_shutdown(stopped);
+                    let _ = tokio::join!(api, blobs);
                 });
             })?;
         Ok(FakeGitHubHandle {
@@ -327,6 +348,11 @@ impl FakeGitHubHandle {
 
     pub fn clear_request_log(&self) {
         self.shared.control().log.clear();
+    }
+
+    /// The requests the blob server of job logs answered, in order.
+    pub fn blob_log(&self) -> Vec<super::blobs::BlobRequest> {
+        self.shared.control().blob_log.clone()
     }
 
     pub fn request_counts(&self) -> RequestCounts {

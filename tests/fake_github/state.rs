@@ -86,6 +86,10 @@ pub struct RepoState {
     /// first, for checking that klaud reads the newest ones in either order.
     #[serde(default)]
     pub edits_listed_oldest_first: bool,
+    /// Job id → its log (`GET /actions/jobs/{job_id}/logs` redirects to it); a job without one
+    /// has no log kept (404).
+    #[serde(default)]
+    pub job_logs: BTreeMap<u64, String>,
     pub next_ids: NextIds,
 }
 

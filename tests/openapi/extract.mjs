@@ -13,7 +13,8 @@
 // much smaller subset: shared schemas are kept once under `components.schemas`.
 //
 // What the subset holds, per operation (`"METHOD /path/template"`): the `application/json`
-// schema of every 2xx and 4xx response (`null` for a response without a body). The schemas are
+// schema of every 2xx, 3xx and 4xx response (`null` for a response without a body, such as the
+// redirect to a job's log). The schemas are
 // converted from OpenAPI 3.0 to JSON Schema 2020-12 (`nullable: true` becomes a union with
 // `null`; `oneOf` becomes `anyOf`, see `convert`) and stripped of documentation (`description`,
 // `example`, `title`, `x-*`, …). Only the `components.schemas` entries reachable from these
@@ -60,6 +61,7 @@ const OPERATIONS = [
   ["GET", `${REPO}/actions/runs/{run_id}`],
   ["GET", `${REPO}/actions/runs/{run_id}/jobs`],
   ["POST", `${REPO}/actions/runs/{run_id}/cancel`],
+  ["GET", `${REPO}/actions/jobs/{job_id}/logs`],
   ["POST", `${REPO}/actions/workflows/{workflow_id}/dispatches`],
 ];
 
@@ -189,7 +191,7 @@ function main() {
     if (!operation) fail(`${method} ${template} is not in the description`);
     const responses = {};
     for (const [status, declared] of Object.entries(operation.responses ?? {})) {
-      if (!/^[24]\d\d$/.test(status)) continue;
+      if (!/^[234]\d\d$/.test(status)) continue;
       let response = declared;
       if (response.$ref) {
         if (!response.$ref.startsWith(RESPONSE_REF)) fail(`unsupported $ref ${response.$ref}`);
