@@ -12,6 +12,8 @@
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 #![allow(clippy::duplicate_mod)] // github_mode_support and recover_support each bring step_support
 
+#[path = "aftercare_support/mod.rs"]
+mod aftercare_support;
 #[path = "dashboard_support/mod.rs"]
 mod dashboard_support;
 use klaud_fake_github as fake_github;
@@ -206,7 +208,8 @@ fn time(timestamp: fake_github::Timestamp) -> chrono::DateTime<Utc> {
 /// session a maintainer put first on the dashboard and prunes an old session with its record; a
 /// `finish` of a validated session (ready for review);
 /// a `finish` that redrafts a ready pull request where GitHub has no `updateRefs`; a `finish` of a
-/// pull request already closed; a second `note`.
+/// pull request already closed; a second `note`; a `session` starting a `repair` (the base
+/// branch, a failed job's log, the validated pull request made a draft again and labelled).
 fn busier_runs() -> Vec<(&'static str, Vec<LoggedRequest>)> {
     let mut runs = Vec::new();
 
@@ -345,6 +348,24 @@ fn busier_runs() -> Vec<(&'static str, Vec<LoggedRequest>)> {
     )
     .unwrap();
     runs.push(("discover", step(&server, &pass, "discover", &[])));
+
+    let mut world = World::new();
+    aftercare_support::aftercare_started(
+        &mut world,
+        "mended",
+        klaud::core::aftercare::SessionKind::Repair,
+        &[Some("error: shard 1 ran out of memory\n")],
+    );
+    let server = world.start();
+    runs.push((
+        "session",
+        step(
+            &server,
+            &Pass::new(77),
+            "session",
+            &["--candidate", "mended"],
+        ),
+    ));
 
     let mut note = setup("note", Answer::Serves);
     note.command.assert().code(0);
