@@ -883,6 +883,14 @@ fn the_prompt_file_covers_what_a_session_must_know() {
         // The deadline.
         "wrap-up-at",
         "stop without writing an outcome",
+        // After-care: what each kind asks, and validated still on the new exact head.
+        "`kind`",
+        "## 9. After-care: `refresh` and `repair`",
+        "git merge origin/<base.branch>",
+        "append-only file",
+        "`evidence` lists each one",
+        "succeeds on the new exact",
+        "open as a draft with its branch for a maintainer",
     ] {
         assert!(prompt.contains(topic), "the prompt does not cover: {topic}");
     }
