@@ -16,11 +16,16 @@
 //!   request, an instruction in its body only as quoted data;
 //! - given `session`'s `max-budget-usd`, a run whose turn costs more is stopped by the CLI
 //!   (`error_max_budget_usd`), and `finish` ends the session `no-outcome` with reason `budget`,
-//!   its cost in the ledger, past its deadline and with jobs left yet never parked.
+//!   its cost in the ledger, past its deadline and with jobs left yet never parked;
+//! - a `repair` session (after-care) reads its failed job's log tail from `session.json`, pushes
+//!   a fix, is held by the Stop hook until a sweep succeeded on the new head, and ends
+//!   `validated`: its pull request ready again and watched at that head.
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 #![allow(clippy::duplicate_mod)] // agent_support and recover_support each bring step_support
 
+#[path = "aftercare_support/mod.rs"]
+mod aftercare_support;
 #[path = "agent_support/mod.rs"]
 mod agent_support;
 use klaud_fake_github as fake_github;
@@ -460,4 +465,111 @@ fn a_run_stopped_on_its_max_budget_usd_ends_no_outcome_for_budget_with_its_cost_
         "not parked: closed as no-outcome"
     );
     assert!(!pull.labels.iter().any(|label| label == "klaud-parked"));
+}
+
+/// The agent's push: a commit of the bot moving the branch on the fake, through the git data API
+/// as `git push` would (`fixtures/e2e-workflows/bin/e2e-push`, with the bot's identity).
+fn push_turn(branch: &str) -> Turn {
+    let push = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/e2e-workflows/bin/e2e-push"
+    );
+    let email = format!(
+        "{}+{BOT}@users.noreply.github.com",
+        fake_github::prng::user_id(BOT)
+    );
+    Turn::bash(
+        format!(
+            "git init -q . && git config user.name {BOT} && git config user.email {email} \\
+             && mkdir -p configs && printf 'tuned: 2\\nshard-memory: 80\\n' > configs/a.yaml \\
+             && python3 '{push}' {branch} -m 'klaud: give the shard the memory it needs' configs/a.yaml"
+        ),
+        "push the fix",
+    )
+}
+
+#[test]
+fn a_repair_session_reads_its_log_tail_pushes_and_is_held_until_the_sweep_on_the_new_head_succeeds()
+{
+    let mut world = World::new();
+    let log = "2026-01-01T00:00:01.0000000Z loading weights\n\
+               2026-01-01T00:00:02.0000000Z Error: shard 1 ran out of memory (needs 80 GiB)\n";
+    let seeded = aftercare_support::aftercare_started(
+        &mut world,
+        "a",
+        klaud::core::aftercare::SessionKind::Repair,
+        &[Some(log)],
+    );
+    let server = std::sync::Arc::new(world.start());
+    let pass = session_job(&server, 72_000_000_700);
+    let context_file = pass.outputs()["context-file"].clone();
+    assert!(server.with_state(|state| state.pulls[&seeded.pull].draft));
+
+    let sweeping = std::sync::Arc::clone(&server);
+    let model = ModelServer::start([
+        Turn::bash(format!("cat '{context_file}'"), "read the session context"),
+        push_turn(&branch("a")),
+        write_outcome(
+            &pass,
+            &format!(
+                r#"{{"outcome": "validated", "pull-request": {}}}"#,
+                seeded.pull
+            ),
+        ),
+        Turn::text("Validated."),
+        // Held: no sweep on the new head. The sweep the push started succeeds meanwhile.
+        Turn::from_request(move |_| {
+            sweeping.with_state(|state| {
+                state.add_run(RunSpec {
+                    workflow: SWEEP.into(),
+                    head_branch: Some(branch("a")),
+                    event: "pull_request".into(),
+                    status: "completed".into(),
+                    conclusion: Some("success".into()),
+                    actor: Some(BOT.into()),
+                    ..RunSpec::default()
+                })
+            });
+            Turn::text("The sweep on the new head succeeded.")
+        }),
+    ]);
+    let run = agent_step(&server, &pass, &model, Duration::from_secs(120));
+
+    assert_eq!(run.result()["subtype"], "success", "{}", run.describe());
+    assert_eq!(model.turns_left(), 0, "{:?}", model.user_texts());
+    assert!(
+        model_saw(&model, r#""kind": "repair""#)
+            && model_saw(&model, "Error: shard 1 ran out of memory (needs 80 GiB)"),
+        "the agent read the log tail from session.json: {:?}",
+        model.user_texts()
+    );
+    assert!(
+        model_saw(&model, "pushed "),
+        "the push moved the branch: {:?}",
+        model.user_texts()
+    );
+    assert!(
+        model
+            .user_texts()
+            .iter()
+            .any(|text| text.starts_with("Stop hook feedback:")
+                && text.contains("no run-sweep.yml run succeeded on #")),
+        "held until the sweep on the new head succeeded: {:?}",
+        model.user_texts()
+    );
+    let head = server.with_state(|state| state.pulls[&seeded.pull].head_sha.clone());
+    assert_ne!(head, seeded.head, "the pull request's head moved");
+
+    let log = finish(&server, &pass, "success");
+    assert_eq!(pass.outputs()["outcome"], "validated", "{log}");
+    let pull = server.with_state(|state| state.pulls[&seeded.pull].clone());
+    assert_eq!((pull.state, pull.draft), (PullState::Open, false));
+    assert_eq!(pull.labels, ["klaud-finished"]);
+    let ledger = stored_ledger(&server);
+    let record = ledger.aftercare_of(seeded.pull).unwrap();
+    assert_eq!(
+        record.state,
+        klaud::core::aftercare::AftercareState::Watched
+    );
+    assert_eq!(record.validated_head.as_deref(), Some(head.as_str()));
 }
