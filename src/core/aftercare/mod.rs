@@ -11,9 +11,11 @@
 
 mod next;
 mod supersede;
+mod view;
 
 pub use next::{AftercareNext, AftercareWait, next_for};
 pub use supersede::{supersede_group, superseded_body, superseded_marker};
+pub use view::{AftercareStateName, AftercareView, attach_aftercare};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
