@@ -256,6 +256,21 @@ impl Ledger {
         }
     }
 
+    /// Grants pull request `number`, which waits for a maintainer, one more after-care session
+    /// (*retry after-care*): it is watched again. False when it waits for no maintainer (no
+    /// record, or another state), and nothing changes.
+    pub fn grant_aftercare_session(&mut self, number: u64) -> bool {
+        let Some(record) = self.aftercare.iter_mut().find(|record| {
+            record.pull_request == number
+                && matches!(record.state, AftercareState::NeedsMaintainer { .. })
+        }) else {
+            return false;
+        };
+        record.granted = record.granted.saturating_add(1);
+        record.state = AftercareState::Watched;
+        true
+    }
+
     /// Marks the other watched or waiting after-care pull requests of `family` superseded by
     /// pull request `by`, which ended validated: the numbers marked (contract §12). Nothing is
     /// marked when `supersede` is off.
