@@ -993,3 +993,42 @@ fn a_superseded_pull_request_whose_sweeps_cannot_be_read_stays_superseded_for_re
         "later"
     );
 }
+
+#[test]
+fn a_dry_run_that_would_supersede_lists_the_writes_and_sends_none() {
+    let mut world = World::new();
+    let (old, _) = a_newer_candidate_of_the_family(&mut world, true);
+    world.sweep("old", MAINTAINER, "completed", Some("success"), 60);
+    let mut second = World::new();
+    let (second_old, _) = a_newer_candidate_of_the_family(&mut second, true);
+    for (world, old, verdict) in [(world, old, "left"), (second, second_old, "close")] {
+        let server = world.start();
+        let pass = Pass::new(FINISH_RUN);
+
+        finish(
+            &server,
+            &pass,
+            "new",
+            &["--outcome", "validated", "--dry-run"],
+            0,
+        );
+
+        assert!(
+            server
+                .request_log()
+                .iter()
+                .all(|request| !request.is_write()),
+            "{verdict}: nothing is sent"
+        );
+        let record = finish_json(&pass);
+        assert_eq!(
+            record["superseded"]["pull-requests"][0]["verdict"], verdict,
+            "{record:#}"
+        );
+        let writes = record["dry-run-writes"].to_string();
+        match verdict {
+            "close" => assert!(writes.contains(&format!("/pulls/{old}")), "{writes}"),
+            _ => assert_eq!(record["superseded"]["ledger"], "not-written"),
+        }
+    }
+}
