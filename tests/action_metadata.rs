@@ -220,6 +220,7 @@ fn every_declared_output_is_one_the_binary_writes() {
         pull_request: "7".into(),
         cancelled: Vec::new(),
         pending_runs: Vec::new(),
+        superseded: Vec::new(),
         requests,
     };
     let session = SessionOutputs {

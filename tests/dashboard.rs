@@ -6,8 +6,9 @@
 //! account on the same body (only the second acts, the first is named); a tick read twice acts
 //! once; a job that ran the agent and `finish` without `session` counts toward the budget and
 //! the dashboard's cost, once; a tick after 150 revisions acts whether GitHub lists the history newest or oldest
-//! first; an issue someone else wrote is never edited; the body read by a real CommonMark/GFM
-//! parser, and its snapshot for the standard scenario.
+//! first; *retry after-care* granting one session once while a reader's tick is ignored; an
+//! issue someone else wrote is never edited; the body read by a real CommonMark/GFM parser, and
+//! its snapshots (the standard scenario, fifty pull requests, and their after-care).
 
 #![allow(clippy::disallowed_methods)] // tests read the environment and start processes
 
@@ -468,6 +469,103 @@ fn a_tick_whose_rewrite_failed_acts_once_when_read_again() {
     assert!(read_boxes(&body).values().all(|b| !b.changed()), "{body}");
 }
 
+/// Validated ready pull requests of candidates `x` and `y`, each waiting for a maintainer after
+/// using its two after-care sessions. Returns their numbers.
+fn waiting_for_a_maintainer(world: &mut World) -> (u64, u64) {
+    use klaud::core::aftercare::{AftercareState, NeedsMaintainerBecause};
+    let mut numbers = Vec::new();
+    for candidate in ["x", "y"] {
+        finished(world, candidate, Outcome::Validated, 30);
+        let commits = vec![world.bot_commit(candidate, 31)];
+        let number = world.bot_pull(candidate, false, commits, &["klaud-needs-maintainer"]);
+        let validated = time(world.ago(30 * 3600));
+        world
+            .ledger
+            .record_validated(candidate, &family(candidate), number, None, validated);
+        let since = time(world.ago(3600));
+        let record = world.ledger.aftercare.last_mut().unwrap();
+        record.sessions_used = 2;
+        record.state = AftercareState::NeedsMaintainer {
+            since,
+            because: NeedsMaintainerBecause::SessionsUsedUp { used: 2 },
+        };
+        numbers.push(number);
+    }
+    (numbers[0], numbers[1])
+}
+
+#[test]
+fn a_writers_retry_aftercare_grants_one_session_and_a_readers_is_ignored_and_named() {
+    let mut world = world();
+    let (x, y) = waiting_for_a_maintainer(&mut world);
+    let server = world.start();
+    status(&server, 9_001);
+    let (number, body) = dashboard(&server);
+    assert!(
+        body.contains(&format!("klaud:retry-aftercare:{x}")),
+        "{body}"
+    );
+
+    toggle(&server, READER_ROB, &format!("klaud:retry-aftercare:{y}"));
+    toggle(
+        &server,
+        MAINTAINER_ANN,
+        &format!("klaud:retry-aftercare:{x}"),
+    );
+    // The first rewrite fails: the next pass reads the same ticks again.
+    server.set_faults(FaultConfig::rules(vec![
+        FaultRule::nth(
+            "PATCH",
+            &format!("/repos/acme/bench/issues/{number}"),
+            1,
+            500,
+        )
+        .times(10),
+    ]));
+    recover(&server, 9_002);
+    server.set_faults(FaultConfig::default());
+    let (_, body) = dashboard(&server);
+    assert!(body.contains("- [x] retry after-care"), "{body}");
+    recover(&server, 9_003);
+
+    let ledger = stored_ledger(&server);
+    let granted = ledger.aftercare_of(x).unwrap();
+    assert_eq!(granted.granted, 1, "one session, however often it is read");
+    assert_eq!(
+        granted.state,
+        klaud::core::aftercare::AftercareState::Watched
+    );
+    let ignored = ledger.aftercare_of(y).unwrap();
+    assert_eq!(ignored.granted, 0);
+    assert!(matches!(
+        ignored.state,
+        klaud::core::aftercare::AftercareState::NeedsMaintainer { .. }
+    ));
+    let audit: Vec<(Request, String)> = ledger
+        .steering
+        .audit
+        .iter()
+        .map(|entry| (entry.request.clone(), entry.by.clone()))
+        .collect();
+    assert_eq!(
+        audit,
+        [(Request::RetryAftercare(x), "maintainer-ann".to_string())]
+    );
+    assert_eq!(ledger.steering.ignored[0].by, "reader-rob");
+    let (_, body) = dashboard(&server);
+    assert!(read_boxes(&body).values().all(|b| !b.changed()), "{body}");
+    assert!(
+        !body.contains(&format!("klaud:retry-aftercare:{x}")),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("klaud:retry-aftercare:{y}")),
+        "{body}"
+    );
+    assert!(body.contains("watched, 2/3 sessions"), "{body}");
+    assert!(body.contains("`reader-rob`"), "{body}");
+}
+
 #[test]
 fn an_issue_someone_else_wrote_with_the_label_is_never_edited() {
     let mut world = world();
@@ -732,4 +830,122 @@ fn fifty_pull_requests_fit_the_dashboard_one_line_each_and_match_their_snapshot(
     assert!(rows[0].contains("running, almost ready"), "{}", rows[0]);
     assert!(section.contains("+4 more"));
     assert_matches_snapshot("fifty-pull-requests.md", &section);
+}
+
+/// The fifty pull requests, every third validated and in after-care in each state and with
+/// each next step: one line each in the *After-care* section, those waiting for a maintainer
+/// first with their *retry after-care* box; well-formed and matching its committed snapshot.
+#[test]
+fn fifty_pull_requests_in_aftercare_list_their_state_sessions_and_next_step() {
+    use klaud::core::aftercare::{AftercareState, NeedsMaintainerBecause};
+    use klaud::core::github_state::{CheckConclusion, CheckStatus, MergeStateStatus, Mergeable};
+    use klaud::core::health::{Check, CheckRun, PullRequestChecks};
+
+    let now = Timestamp(1_764_590_400); // 2025-12-01T12:00:00Z
+    let at = time(now);
+    let policy = klaud::shell::config::Config::default().policy(5, 1.0);
+    let mut ledger = klaud::core::ledger::Ledger::empty();
+    let candidate = |number: u64| format!("{number:016x}-ea7bf153004ad90b");
+    for number in (3..=50u64).step_by(3) {
+        let validated = at - chrono::Duration::hours(number as i64);
+        ledger.record_validated(&candidate(number), "family", number, None, validated);
+        let record = ledger.aftercare.last_mut().unwrap();
+        record.sessions_used = (number / 3 % 3) as u32;
+        record.last_started_at =
+            (number % 4 == 0 || number % 13 == 0).then(|| at - chrono::Duration::hours(2));
+        record.state = match (number % 12, number % 24) {
+            (0, _) => AftercareState::NeedsMaintainer {
+                since: at,
+                because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+            },
+            (_, 3) => AftercareState::Left {
+                since: at,
+                reason: format!("#{number} has a commit by maintainer-ann"),
+            },
+            (_, 6) => AftercareState::Superseded { since: at, by: 99 },
+            _ => AftercareState::Watched,
+        };
+    }
+    // #33's refresh session is running.
+    ledger
+        .claim_family(&candidate(33), "family", 7, at - chrono::Duration::hours(1))
+        .unwrap();
+    let check = |id: u64, status: &str, conclusion: Option<&str>| {
+        Check::Run(CheckRun {
+            name: format!("sweep {id}"),
+            id: Some(id),
+            status: CheckStatus::from(status),
+            conclusion: conclusion.map(CheckConclusion::from),
+            url: None,
+            workflow_run: None,
+        })
+    };
+    let pulls: Vec<PullRequestChecks> = (1..=50u64)
+        .map(|number| PullRequestChecks {
+            number,
+            candidate: candidate(number),
+            created_at: at - chrono::Duration::hours(number as i64),
+            draft: false,
+            head_sha: format!("{number:040x}"),
+            mergeable: match number % 5 {
+                0 => Mergeable::Conflicting,
+                1 => Mergeable::Unknown,
+                _ => Mergeable::Mergeable,
+            },
+            merge_state: MergeStateStatus::Clean,
+            checks: Listed::complete(match number {
+                42 => vec![
+                    check(1, "COMPLETED", Some("FAILURE")),
+                    check(2, "IN_PROGRESS", None),
+                ],
+                _ if number % 2 == 1 => vec![check(1, "COMPLETED", Some("FAILURE"))],
+                _ => Vec::new(),
+            }),
+        })
+        .collect();
+    let report = status_report(
+        StatusFacts {
+            ledger: &ledger,
+            ledger_found: true,
+            pull_requests: &Listed::complete(Vec::new()),
+            repository: "acme/bench",
+            health: HealthFacts {
+                pulls: &Listed::complete(pulls),
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: policy.sweep_workflow.as_deref(),
+            },
+        },
+        &policy,
+        at,
+    );
+    let body = render(&DashboardView {
+        report: &report,
+        ledger: &ledger,
+        repository_url: "https://github.com/acme/bench",
+        ticks: &[],
+        others: &[],
+    });
+    check_markdown(&body);
+    assert!(body.chars().count() <= 65_536);
+    let section: String = body
+        .split("\n## ")
+        .find(|section| section.starts_with("After-care"))
+        .expect("the after-care section")
+        .to_string();
+    let lines: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("- "))
+        .collect();
+    assert_eq!(lines.len(), 16, "one line a pull request:\n{section}");
+    let boxes: Vec<&&str> = lines
+        .iter()
+        .filter(|line| line.starts_with("- [ ]"))
+        .collect();
+    assert_eq!(
+        boxes.len(),
+        4,
+        "a box where a maintainer is awaited:\n{section}"
+    );
+    assert!(lines[0].contains("retry after-care of [#12]"), "{section}");
+    assert_matches_snapshot("fifty-pull-requests-aftercare.md", &section);
 }

@@ -339,3 +339,41 @@ fn an_issue_whose_newest_label_events_hide_the_application_is_read_on_its_own() 
     );
     assert_eq!(requests(&server, "/permission", ""), 1);
 }
+
+/// A pull request in after-care with no session of its own leaves its family to another issue:
+/// the older issue, whose pull request waits, is `occupied`; the newer issue of its family is a
+/// candidate instead of `queued` (contract §12).
+#[test]
+fn a_pull_request_waiting_in_aftercare_leaves_its_family_to_a_newer_issue() {
+    let mut world = World::new();
+    world.state.set_role(WRITER, Role::Write);
+    let older = open_issue(
+        &mut world,
+        "index the table",
+        WRITER,
+        36,
+        &["klaud", "area:db"],
+    );
+    let newer = open_issue(&mut world, "vacuum", WRITER, 35, &["klaud", "area:db"]);
+    let older_id = format!("issue-{older}");
+    let commits = vec![world.bot_commit(&older_id, 20)];
+    let pull = world.bot_pull(&older_id, false, commits, &["klaud-finished"]);
+    let parent = world.finished_planner(20, &[]);
+    let session = world.session(&older_id, SessionState::Finished, parent, Some(pull));
+    session.family = "area:db".into();
+    session.outcome = Some(Outcome::Validated);
+    let validated = session.finished_at.unwrap();
+    world
+        .ledger
+        .record_validated(&older_id, "area:db", pull, None, validated);
+    let server = world.start();
+    let pass = Pass::new(RUN);
+
+    let log = discover(&server, &pass);
+
+    let fates = fates(&pass);
+    assert_eq!(fate(&fates, older), "occupied", "{fates:?}\n{log}");
+    assert!(fates[&older].1.contains(&format!("#{pull}")), "{fates:?}");
+    assert_eq!(fate(&fates, newer), "candidate", "{fates:?}\n{log}");
+    assert_eq!(pass.ids("discovered"), [format!("issue-{newer}")]);
+}

@@ -795,3 +795,240 @@ fn an_issue_closed_mid_session_retires_its_candidate_and_a_ready_pull_request_is
     assert!(!ready_pull.draft);
     assert!(branch_exists(&server, &ready_candidate));
 }
+
+/// The family `old` and `new` share.
+const SHARED_FAMILY: &str = "configs/x-master.yaml:shared";
+
+/// Candidate `old`'s ready pull request, validated five hours ago and watched in after-care
+/// (when `in_aftercare`), and candidate `new` of the same family with a live draft whose final
+/// sweep succeeded. Returns (old's number, new's number).
+fn a_newer_candidate_of_the_family(world: &mut World, in_aftercare: bool) -> (u64, u64) {
+    let parent = world.finished_planner(20, &[]);
+    let commits = vec![world.bot_commit("old", 20)];
+    let old = world.bot_pull("old", false, commits, &["klaud-finished"]);
+    let session = world.session("old", SessionState::Finished, parent, Some(old));
+    session.family = SHARED_FAMILY.into();
+    session.outcome = Some(Outcome::Validated);
+    if in_aftercare {
+        let validated = chrono::Utc::now() - chrono::Duration::hours(5);
+        world
+            .ledger
+            .record_validated("old", SHARED_FAMILY, old, None, validated);
+    }
+    let running = world.running_planner(&[]);
+    let new = live_draft(world, "new", running);
+    for session in world
+        .ledger
+        .sessions
+        .iter_mut()
+        .filter(|s| s.candidate == "new")
+    {
+        session.family = SHARED_FAMILY.into();
+    }
+    for claim in world
+        .ledger
+        .claims
+        .iter_mut()
+        .filter(|c| c.candidate == "new")
+    {
+        claim.family = SHARED_FAMILY.into();
+    }
+    world.sweep("new", BOT, "completed", Some("success"), 30);
+    (old, new)
+}
+
+fn finish_json(pass: &Pass) -> serde_json::Value {
+    let text = std::fs::read_to_string(pass.path("out/finish.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Requests of the log as (reads, writes).
+fn counted(server: &FakeGitHubHandle) -> (usize, usize) {
+    let log = server.request_log();
+    let writes = log.iter().filter(|request| request.is_write()).count();
+    (log.len() - writes, writes)
+}
+
+#[test]
+fn a_validated_candidate_closes_the_older_pull_request_of_its_family_as_superseded() {
+    let mut world = World::new();
+    let (old, new) = a_newer_candidate_of_the_family(&mut world, true);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    let log = finish(&server, &pass, "new", &["--outcome", "validated"], 0);
+
+    assert!(!pull_state(&server, new).draft, "the newer one is ready");
+    let closed = pull_state(&server, old);
+    assert_eq!(closed.state, PullState::Closed, "{log}");
+    assert!(closed.labels.is_empty(), "{:?}", closed.labels);
+    assert!(!branch_exists(&server, "old"), "its branch is deleted");
+    let notes: Vec<String> = server.with_state(|state| {
+        state
+            .comments
+            .values()
+            .filter(|comment| comment.issue_number == old)
+            .map(|comment| comment.body.clone())
+            .collect()
+    });
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains(&format!("Superseded by #{new}")),
+        "{notes:?}"
+    );
+    let record = stored_ledger(&server).aftercare_of(old).cloned().unwrap();
+    assert!(
+        matches!(record.state, klaud::core::aftercare::AftercareState::Superseded { by, .. } if by == new),
+        "{record:?}"
+    );
+    assert_eq!(pass.outputs()["superseded"], format!("[{old}]"));
+    let reported = &finish_json(&pass)["superseded"]["pull-requests"][0];
+    assert_eq!(reported["pull-request"], old);
+    assert_eq!(reported["verdict"], "close");
+    assert_eq!(reported["result"], "closed");
+    assert!(
+        pass.summary()
+            .contains(&format!("#{old} (old) superseded by #{new}: closed"))
+    );
+}
+
+/// What superseding one older pull request costs `finish`: the requests of the same finish
+/// without and with it.
+#[test]
+fn superseding_one_older_pull_request_costs_five_reads_and_four_writes() {
+    let mut without = World::new();
+    a_newer_candidate_of_the_family(&mut without, false);
+    let without = without.start();
+    finish(
+        &without,
+        &Pass::new(FINISH_RUN),
+        "new",
+        &["--outcome", "validated"],
+        0,
+    );
+    let mut with = World::new();
+    a_newer_candidate_of_the_family(&mut with, true);
+    let with = with.start();
+    finish(
+        &with,
+        &Pass::new(FINISH_RUN),
+        "new",
+        &["--outcome", "validated"],
+        0,
+    );
+
+    let (reads_without, writes_without) = counted(&without);
+    let (reads_with, writes_with) = counted(&with);
+    // Reads: the pull request with its commits (one GraphQL request), its sweeps since it was
+    // validated, its re-check, the note's marker, who closed it. Writes: the note, the status
+    // label, the close, the branch's conditional deletion.
+    assert_eq!(
+        (reads_with - reads_without, writes_with - writes_without),
+        (5, 4),
+        "{:#?}",
+        with.request_log()
+            .iter()
+            .map(|request| format!("{} {}", request.method, request.path))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_superseded_pull_request_a_maintainer_swept_is_left_for_good_with_nothing_written() {
+    let mut world = World::new();
+    let (old, new) = a_newer_candidate_of_the_family(&mut world, true);
+    world.sweep("old", MAINTAINER, "completed", Some("success"), 60);
+    let server = world.start();
+    let pass = Pass::new(FINISH_RUN);
+
+    finish(&server, &pass, "new", &["--outcome", "validated"], 0);
+
+    assert!(!pull_state(&server, new).draft);
+    let kept = pull_state(&server, old);
+    assert_eq!(kept.state, PullState::Open);
+    assert_eq!(kept.labels, ["klaud-finished"]);
+    assert!(branch_exists(&server, "old"));
+    assert!(writes_to(&server, &format!("/issues/{old}/")).is_empty());
+    let record = stored_ledger(&server).aftercare_of(old).cloned().unwrap();
+    let klaud::core::aftercare::AftercareState::Left { reason, .. } = &record.state else {
+        panic!("left for good: {record:?}");
+    };
+    assert!(reason.contains(MAINTAINER), "{reason}");
+    assert_eq!(pass.outputs()["superseded"], "[]");
+    assert_eq!(finish_json(&pass)["superseded"]["ledger"], "written");
+}
+
+#[test]
+fn a_superseded_pull_request_whose_sweeps_cannot_be_read_stays_superseded_for_recover() {
+    let mut world = World::new();
+    let (old, _) = a_newer_candidate_of_the_family(&mut world, true);
+    let server = world.start();
+    // finish's own listing of the newer branch's sweeps is the first; old's is the second.
+    server.set_faults(fake_github::FaultConfig::rules(vec![
+        fake_github::FaultRule::nth(
+            "GET",
+            "/repos/*/actions/workflows/run-sweep.yml/runs",
+            2,
+            422,
+        ),
+    ]));
+    let pass = Pass::new(FINISH_RUN);
+
+    let log = finish(&server, &pass, "new", &["--outcome", "validated"], 0);
+
+    assert_eq!(pull_state(&server, old).state, PullState::Open);
+    assert!(branch_exists(&server, "old"));
+    assert!(writes_to(&server, &format!("/issues/{old}/")).is_empty());
+    let record = stored_ledger(&server).aftercare_of(old).cloned().unwrap();
+    assert!(
+        matches!(
+            record.state,
+            klaud::core::aftercare::AftercareState::Superseded { .. }
+        ),
+        "{record:?}"
+    );
+    assert!(log.contains("the next recover closes it"), "{log}");
+    assert_eq!(
+        finish_json(&pass)["superseded"]["pull-requests"][0]["verdict"],
+        "later"
+    );
+}
+
+#[test]
+fn a_dry_run_that_would_supersede_lists_the_writes_and_sends_none() {
+    let mut world = World::new();
+    let (old, _) = a_newer_candidate_of_the_family(&mut world, true);
+    world.sweep("old", MAINTAINER, "completed", Some("success"), 60);
+    let mut second = World::new();
+    let (second_old, _) = a_newer_candidate_of_the_family(&mut second, true);
+    for (world, old, verdict) in [(world, old, "left"), (second, second_old, "close")] {
+        let server = world.start();
+        let pass = Pass::new(FINISH_RUN);
+
+        finish(
+            &server,
+            &pass,
+            "new",
+            &["--outcome", "validated", "--dry-run"],
+            0,
+        );
+
+        assert!(
+            server
+                .request_log()
+                .iter()
+                .all(|request| !request.is_write()),
+            "{verdict}: nothing is sent"
+        );
+        let record = finish_json(&pass);
+        assert_eq!(
+            record["superseded"]["pull-requests"][0]["verdict"], verdict,
+            "{record:#}"
+        );
+        let writes = record["dry-run-writes"].to_string();
+        match verdict {
+            "close" => assert!(writes.contains(&format!("/pulls/{old}")), "{writes}"),
+            _ => assert_eq!(record["superseded"]["ledger"], "not-written"),
+        }
+    }
+}

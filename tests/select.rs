@@ -683,3 +683,56 @@ fn a_ledger_that_keeps_changing_fails_the_step_and_nothing_is_claimed() {
     assert_eq!(stored_ledger(&server), Ledger::empty());
     assert!(pass.outputs().is_empty(), "no outputs: no job may start");
 }
+
+/// A validated pull request of candidate `old` (family fa) that waits in after-care with no
+/// session of its own.
+fn repository_with_a_pull_request_in_aftercare() -> FakeGitHubHandle {
+    let mut state = repository();
+    let number = state.add_pull_request(PullRequestSpec {
+        title: "klaud: old".into(),
+        author: BOT.into(),
+        head_ref: "klaud/auto-old".into(),
+        draft: false,
+        ..PullRequestSpec::default()
+    });
+    let mut ledger = Ledger::empty();
+    let validated = Utc::now() - Duration::hours(2);
+    ledger
+        .claim_family("old", "fa", 70, validated - Duration::hours(3))
+        .unwrap();
+    ledger.finish_session("old", Outcome::Validated, true, validated);
+    ledger.record_validated("old", "fa", number, None, validated);
+    seed_ledger(&mut state, &ledger);
+    FakeGitHub::start(state)
+}
+
+#[test]
+fn a_pull_request_waiting_in_aftercare_leaves_its_family_to_another_candidate_only() {
+    let server = repository_with_a_pull_request_in_aftercare();
+    let pass = Pass::new(RUN, &candidates_json(&[("old", "fa"), ("new", "fa")]));
+
+    pass.run(&server, |_| {}, 0);
+
+    let selection = pass.selection();
+    let expected = [("old", "occupied"), ("new", "selected")];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(id, decision)| (id.to_string(), decision.to_string()))
+        .collect();
+    assert_eq!(decisions(&selection), expected);
+    let reason = selection["candidates"][0]["reason"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.contains("of candidate old is open"), "{reason}");
+
+    let server = repository_with_a_pull_request_in_aftercare();
+    let pass = Pass::new(RUN, &candidates_json(&[("new", "fa")]));
+    pass.write("klaud.yml", "aftercare:\n  supersede: false\n");
+
+    pass.run(&server, |_| {}, 0);
+
+    let selection = pass.selection();
+    assert_eq!(selection["candidates"][0]["decision"], "occupied");
+    assert_eq!(pass.outputs()["selected"], "false");
+}

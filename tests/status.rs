@@ -423,3 +423,74 @@ fn sweep_runs_past_the_read_bound_make_estimates_partial() {
     );
     assert_eq!(requests(&server).len(), 4);
 }
+
+/// The running pull request (conflicting) validated and watched in after-care, the failing one
+/// waiting for a maintainer after its after-care session failed: each carries its after-care in
+/// `status.json` and the summary, the others null.
+#[test]
+fn each_pull_request_in_aftercare_shows_its_state_sessions_and_what_comes_next() {
+    let server = repository_with_health();
+    let number_of = |candidate: &str| {
+        server.with_state(|state| {
+            state
+                .pulls
+                .values()
+                .find(|pull| pull.head_ref == format!("klaud/auto-{candidate}"))
+                .map(|pull| pull.number)
+                .unwrap()
+        })
+    };
+    let (running, failing) = (number_of("running"), number_of("failing"));
+    let mut ledger = Ledger::empty();
+    let validated = Utc::now() - Duration::days(1);
+    ledger.record_validated("running", "f-running", running, None, validated);
+    ledger.record_validated("failing", "f-failing", failing, None, validated);
+    let waiting = &mut ledger.aftercare[1];
+    waiting.sessions_used = 1;
+    waiting.state = klaud::core::aftercare::AftercareState::NeedsMaintainer {
+        since: Utc::now() - Duration::hours(1),
+        because: klaud::core::aftercare::NeedsMaintainerBecause::Ended(Outcome::Failed),
+    };
+    server.with_state(|state| {
+        state.put_file("klaud/state", "ledger.json", &ledger.to_json());
+    });
+    let step = Step::default();
+
+    step.run(step.command(&server, "status"), 0);
+
+    let report = step.result_file("status.json");
+    let aftercare_of = |number: u64| {
+        report["pull-requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|pull| pull["number"] == number)
+            .unwrap()["aftercare"]
+            .clone()
+    };
+    assert_eq!(
+        aftercare_of(running),
+        serde_json::json!({"state": "watched", "sessions-used": 0, "sessions-allowed": 2,
+                           "next": "start", "kind": "refresh"})
+    );
+    assert_eq!(aftercare_of(failing)["state"], "needs-maintainer");
+    assert_eq!(aftercare_of(failing)["next"], "waits-for-maintainer");
+    assert_eq!(aftercare_of(number_of("passing")), Value::Null);
+    let schema = klaud::core::status::status_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(&report),
+        "status.json against its schema"
+    );
+    let summary = step.summary();
+    assert!(
+        summary.contains("| watched, 0/2 sessions: starts a refresh session |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "needs-maintainer, 1/2 sessions (its after-care session ended failed): waits for a maintainer"
+        ),
+        "{summary}"
+    );
+}

@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod execution;
 pub mod finish;
 pub mod finish_issue;
+pub mod finish_supersede;
 pub mod github_state;
 pub mod health;
 pub mod install;

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::aftercare::attach_aftercare;
 use super::cooldown::running_cooldowns;
 use super::cost::{CostReport, cost_report};
 use super::health::{HealthFacts, HealthReport, health_report};
@@ -189,7 +190,11 @@ pub fn status_report(facts: StatusFacts<'_>, policy: &Policy, now: DateTime<Utc>
             .collect(),
         pull_requests_unknown: facts.pull_requests.gap.clone(),
         cost: cost_report(ledger, policy, now),
-        health: health_report(facts.health, &policy.health),
+        health: {
+            let mut health = health_report(facts.health, &policy.health);
+            attach_aftercare(&mut health.pull_requests, ledger, &policy.aftercare, now);
+            health
+        },
         sessions,
     }
 }
@@ -362,6 +367,78 @@ mod tests {
             .map(|p| p.number)
             .collect();
         assert_eq!(numbers, [6]);
+    }
+
+    /// Validated #7 of candidate v waits for a maintainer after using its two sessions and
+    /// conflicts with its base; #8 of w is no after-care pull request.
+    #[test]
+    fn each_pull_request_carries_its_aftercare_or_null() {
+        use crate::core::aftercare::{AftercareNext, AftercareState, NeedsMaintainerBecause};
+        use crate::core::github_state::{MergeStateStatus, Mergeable};
+        use crate::core::health::PullRequestChecks;
+
+        let mut ledger = ledger();
+        ledger.record_validated("v", "fv", 7, None, now() - Duration::days(2));
+        let record = &mut ledger.aftercare[0];
+        record.sessions_used = 2;
+        record.granted = 1;
+        record.state = AftercareState::NeedsMaintainer {
+            since: now() - Duration::hours(1),
+            because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+        };
+        let pull = |number: u64, candidate: &str| PullRequestChecks {
+            number,
+            candidate: candidate.into(),
+            created_at: now() - Duration::days(3),
+            draft: true,
+            head_sha: "abc".into(),
+            mergeable: Mergeable::Conflicting,
+            merge_state: MergeStateStatus::Dirty,
+            checks: Listed::complete(Vec::new()),
+        };
+        let checks = Listed::complete(vec![pull(7, "v"), pull(8, "w")]);
+        let facts = StatusFacts {
+            ledger: &ledger,
+            ledger_found: true,
+            pull_requests: &pulls(),
+            repository: "acme/bench",
+            health: HealthFacts {
+                pulls: &checks,
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: Some("run-sweep.yml"),
+            },
+        };
+        let report = status_report(facts, &inferencex_policy(), now());
+        let row = |number: u64| {
+            report
+                .health
+                .pull_requests
+                .iter()
+                .find(|row| row.number == number)
+                .unwrap()
+        };
+        assert_eq!(row(8).aftercare, None);
+        let aftercare = row(7).aftercare.clone().expect("#7 is in after-care");
+        assert_eq!(
+            (aftercare.sessions_used, aftercare.sessions_allowed),
+            (2, 3)
+        );
+        assert_eq!(aftercare.next, AftercareNext::WaitsForMaintainer);
+        let json = serde_json::to_value(&row(7).aftercare).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "state": "needs-maintainer",
+                "reason": "its after-care session ended failed",
+                "sessions-used": 2,
+                "sessions-allowed": 3,
+                "next": "waits-for-maintainer"
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(row(8)).unwrap()["aftercare"],
+            serde_json::Value::Null
+        );
     }
 
     #[test]

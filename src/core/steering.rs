@@ -4,7 +4,8 @@
 //!
 //! The dashboard's checkboxes are read and attributed in [`super::dashboard`]; this module owns
 //! what an accepted request changes and how the other decisions ask about it (`select`'s cooldowns
-//! and pause, `recover`'s resumes). Every operation is pure and idempotent: applying a request a
+//! and pause, `recover`'s resumes; a *retry after-care* grant is the after-care record's,
+//! applied with the audit entry by the dashboard's `SteeringChanges`). Every operation is pure and idempotent: applying a request a
 //! second time (a pass that lost a race re-deciding, or two passes seeing the same tick) changes
 //! nothing, because the audit remembers the edit that asked for it.
 
@@ -31,6 +32,9 @@ pub enum Request {
     ResumeNow(String),
     /// End the family's hold (a family-wide cooldown such as `closed-by-maintainer`'s).
     ReleaseHold(String),
+    /// Grant the after-care pull request that waits for a maintainer one more session
+    /// (*retry after-care*): it is watched again.
+    RetryAftercare(u64),
     /// Start no session and resume none while it stays ticked.
     Pause,
     /// The pause box unticked: klaud goes on.
@@ -43,6 +47,7 @@ impl std::fmt::Display for Request {
             Request::RetryNow(candidate) => write!(formatter, "retry {candidate} now"),
             Request::ResumeNow(candidate) => write!(formatter, "resume {candidate} now"),
             Request::ReleaseHold(family) => write!(formatter, "release the hold on {family}"),
+            Request::RetryAftercare(number) => write!(formatter, "retry after-care of #{number}"),
             Request::Pause => formatter.write_str("pause"),
             Request::Unpause => formatter.write_str("unpause"),
         }
@@ -161,6 +166,9 @@ impl Steering {
             Request::ReleaseHold(family) => {
                 self.holds_released.insert(family.clone(), mark);
             }
+            // The grant is the after-care record's (`Ledger::grant_aftercare_session`); the
+            // audit entry below is what makes it once per tick.
+            Request::RetryAftercare(_) => {}
             Request::Pause => self.paused = Some(mark),
             Request::Unpause => self.paused = None,
         }

@@ -39,7 +39,7 @@ const READ_CONCURRENCY: usize = 8;
 /// parent run, its branch's pull requests, who closed one, its sweeps, its commits.
 const DETAIL_ROUNDS: usize = 6;
 /// GitHub lists at most this many commits of a pull request.
-const LISTED_COMMITS_CAP: usize = 250;
+pub const LISTED_COMMITS_CAP: usize = 250;
 /// Statuses of runs that have not completed, in the order a run moves through them.
 const ACTIVE_STATUSES: [RunStatus; 3] =
     [RunStatus::Queued, RunStatus::InProgress, RunStatus::Waiting];
@@ -462,7 +462,7 @@ async fn take_batch(
 /// Whether the batch read a pull request's commits as REST would: every one of them, each with
 /// the accounts of its author and committer. GraphQL names only a `User` there, so a commit by a
 /// GitHub App (a bot that is not a user account) comes back without one and is read by REST.
-fn read_whole(commits: &PullRequestCommits) -> bool {
+pub fn read_whole(commits: &PullRequestCommits) -> bool {
     commits.complete()
         && commits
             .commits
@@ -470,14 +470,14 @@ fn read_whole(commits: &PullRequestCommits) -> bool {
             .all(|commit| commit.author.is_some() && commit.committer.is_some())
 }
 
-fn commits_fact(commits: &PullRequestCommits) -> CommitsFact {
+pub fn commits_fact(commits: &PullRequestCommits) -> CommitsFact {
     CommitsFact {
         complete: commits.complete(),
         commits: commits.commits.iter().cloned().map(commit_fact).collect(),
     }
 }
 
-fn commit_fact(commit: Commit) -> CommitFact {
+pub fn commit_fact(commit: Commit) -> CommitFact {
     CommitFact {
         sha: commit.sha,
         author: commit.author.map(|account| account.login),

@@ -12,9 +12,11 @@
 pub mod evidence;
 mod next;
 mod supersede;
+mod view;
 
 pub use next::{AftercareNext, AftercareWait, next_for};
 pub use supersede::{supersede_group, superseded_body, superseded_marker};
+pub use view::{AftercareStateName, AftercareView, attach_aftercare};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -212,7 +214,8 @@ impl Ledger {
 
     /// Records that `candidate`'s pull request `number` ended validated at `head`: a new record
     /// is watched; a known one is watched again at the new head, keeping the sessions it used
-    /// and was granted. Returns false when nothing changed.
+    /// and was granted (one left for good or superseded keeps that state). Returns false when
+    /// nothing changed.
     pub fn record_validated(
         &mut self,
         candidate: &str,
@@ -243,7 +246,11 @@ impl Ledger {
                 record.family = validated.family;
                 record.validated_head = validated.validated_head;
                 record.validated_at = now;
-                if !matches!(record.state, AftercareState::Left { .. }) {
+                // Left for good stays left; a superseded one is still closed.
+                if !matches!(
+                    record.state,
+                    AftercareState::Left { .. } | AftercareState::Superseded { .. }
+                ) {
                     record.state = AftercareState::Watched;
                 }
                 *record != before
@@ -286,6 +293,21 @@ impl Ledger {
             since: now,
             because,
         };
+        true
+    }
+
+    /// Grants pull request `number`, which waits for a maintainer, one more after-care session
+    /// (*retry after-care*): it is watched again. False when it waits for no maintainer (no
+    /// record, or another state), and nothing changes.
+    pub fn grant_aftercare_session(&mut self, number: u64) -> bool {
+        let Some(record) = self.aftercare.iter_mut().find(|record| {
+            record.pull_request == number
+                && matches!(record.state, AftercareState::NeedsMaintainer { .. })
+        }) else {
+            return false;
+        };
+        record.granted = record.granted.saturating_add(1);
+        record.state = AftercareState::Watched;
         true
     }
 

@@ -4,6 +4,7 @@
 //! `recover`'s to check before anything starts.
 
 use chrono::{DateTime, Duration, Utc};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{AftercareRecord, AftercareState, SessionKind};
@@ -12,7 +13,7 @@ use crate::core::health::{Health, PullRequestHealth};
 use crate::core::policy::{AftercareSettings, RefreshWhen, RepairWhen};
 
 /// What comes next for one after-care pull request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "next")]
 pub enum AftercareNext {
     /// Nothing calls for a session: klaud keeps watching.
@@ -38,7 +39,7 @@ pub enum AftercareNext {
 }
 
 /// Why a session that may be due does not start yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "because")]
 pub enum AftercareWait {
     /// GitHub has not computed whether it conflicts (it does so lazily): never acted on in the

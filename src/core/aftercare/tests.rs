@@ -203,6 +203,7 @@ mod next {
             eta_minutes: None,
             eta_partial: false,
             failed: Vec::new(),
+            aftercare: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The dashboard's checkboxes as text: each a GitHub task-list item ending in a hidden marker
 //! that names what it asks and how klaud rendered it (`<!-- klaud:retry-now:<id> -->`,
-//! `<!-- klaud:pause:on -->`), so a body alone says which boxes a person changed since klaud
+//! `<!-- klaud:pause:on -->`, `<!-- klaud:retry-aftercare:<pull request> -->`), so a body alone says which boxes a person changed since klaud
 //! wrote it; and the reading of a body back into boxes.
 //!
 //! A marker's target is percent-encoded outside `[A-Za-z0-9._-]`, so no name (a family is any
@@ -19,6 +19,8 @@ pub enum BoxKey {
     RetryNow(String),
     ResumeNow(String),
     ReleaseHold(String),
+    /// A pull request waiting for a maintainer in after-care: one more session.
+    RetryAftercare(u64),
     Pause,
 }
 
@@ -30,6 +32,7 @@ impl BoxKey {
             BoxKey::RetryNow(candidate) => Request::RetryNow(candidate.clone()),
             BoxKey::ResumeNow(candidate) => Request::ResumeNow(candidate.clone()),
             BoxKey::ReleaseHold(family) => Request::ReleaseHold(family.clone()),
+            BoxKey::RetryAftercare(number) => Request::RetryAftercare(*number),
             BoxKey::Pause if ticked => Request::Pause,
             BoxKey::Pause => Request::Unpause,
         }
@@ -42,6 +45,7 @@ impl BoxKey {
             BoxKey::ReleaseHold(target) => {
                 format!("<!-- klaud:release-hold:{} -->", encode(target))
             }
+            BoxKey::RetryAftercare(number) => format!("<!-- klaud:retry-aftercare:{number} -->"),
             BoxKey::Pause if rendered_ticked => "<!-- klaud:pause:on -->".to_string(),
             BoxKey::Pause => "<!-- klaud:pause:off -->".to_string(),
         }
@@ -89,7 +93,7 @@ impl ReadBox {
 
 static BOX_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s{0,3}[-*+]\s+\[(?P<tick>[ xX])\]\s.*<!-- klaud:(?P<kind>retry-now|resume-now|release-hold|pause):(?P<target>[A-Za-z0-9._%-]+) -->\s*$",
+        r"^\s{0,3}[-*+]\s+\[(?P<tick>[ xX])\]\s.*<!-- klaud:(?P<kind>retry-now|resume-now|release-hold|retry-aftercare|pause):(?P<target>[A-Za-z0-9._%-]+) -->\s*$",
     )
     .expect("valid pattern")
 });
@@ -108,6 +112,12 @@ pub fn read_boxes(body: &str) -> BTreeMap<BoxKey, ReadBox> {
             "pause" => match target {
                 "on" => (BoxKey::Pause, true),
                 "off" => (BoxKey::Pause, false),
+                _ => continue,
+            },
+            "retry-aftercare" => match target.parse::<u64>() {
+                Ok(number) if target.bytes().all(|byte| byte.is_ascii_digit()) => {
+                    (BoxKey::RetryAftercare(number), false)
+                }
                 _ => continue,
             },
             kind => {

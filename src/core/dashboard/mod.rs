@@ -29,7 +29,7 @@ use self::ticks::{JudgedTick, TickVerdict};
 use super::ledger::Ledger;
 use super::plan::Action;
 use super::policy::DashboardSettings;
-use super::steering::{AcceptedRequest, IgnoredTick};
+use super::steering::{AcceptedRequest, IgnoredTick, Request};
 
 /// What a recovery pass changes in the ledger's steering: the requests it acts on and the ticks
 /// it ignores (remembered to be named).
@@ -63,9 +63,20 @@ impl SteeringChanges {
     pub fn apply(&self, ledger: &mut Ledger, run: u64, now: DateTime<Utc>) -> Vec<String> {
         let mut said = Vec::new();
         for accepted in &self.accepted {
-            if ledger.steering.apply(accepted, run, now) {
-                said.push(format!("{} (asked by {})", accepted.request, accepted.by));
+            if !ledger.steering.apply(accepted, run, now) {
+                continue;
             }
+            let mut line = format!("{} (asked by {})", accepted.request, accepted.by);
+            // The audit entry just made is what keeps a second reading of the tick from
+            // granting again.
+            if let Request::RetryAftercare(number) = accepted.request
+                && !ledger.grant_aftercare_session(number)
+            {
+                line.push_str(&format!(
+                    ": #{number} waits for no maintainer, nothing granted"
+                ));
+            }
+            said.push(line);
         }
         for ignored in &self.ignored {
             if ledger.steering.remember_ignored(ignored.clone()) {

@@ -7,6 +7,8 @@
 //! from outside (candidate, family, account) is shown in a code span, so none can format,
 //! link or mention anything.
 
+mod aftercare;
+
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -130,6 +132,7 @@ fn sections(view: &DashboardView<'_>) -> Vec<Section> {
         steering_section(view),
         sessions_section(view),
         pull_requests_section(view),
+        aftercare::aftercare_section(view),
         resume_section(view),
         cooldowns_section(view),
         selection_section(view),
@@ -579,6 +582,7 @@ fn placed_keys(view: &DashboardView<'_>) -> BTreeSet<BoxKey> {
             BoxKey::RetryNow(cooldown.candidate.clone())
         }
     }));
+    keys.extend(aftercare::aftercare_keys(view));
     keys
 }
 

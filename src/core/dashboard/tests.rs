@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::attribution::{Edit, EditHistory, attribute};
+use super::attribution::{Attribution, Edit, EditHistory, attribute};
 use super::checkbox::{BoxKey, changed_boxes, read_boxes};
 use super::issue::DashboardTarget;
 use super::render::{BODY_LIMIT, DashboardView, render};
@@ -299,4 +299,154 @@ fn creating_writes_the_title_and_label_and_a_closed_issue_left_alone_writes_noth
         why: "closed".into(),
     };
     assert_eq!(dashboard_write(&left, "b".into(), &settings), None);
+}
+
+/// Validated #12 of candidate w waits for a maintainer, its two sessions used; validated #13
+/// of candidate v is watched and conflicts with its base.
+fn ledger_with_aftercare() -> Ledger {
+    use crate::core::aftercare::{AftercareState, NeedsMaintainerBecause};
+    let mut ledger = ledger();
+    let validated = now() - Duration::days(2);
+    ledger.record_validated("w", "fw", 12, None, validated);
+    ledger.record_validated("v", "fv", 13, None, validated);
+    ledger.aftercare[0].sessions_used = 2;
+    ledger.aftercare[0].state = AftercareState::NeedsMaintainer {
+        since: now() - Duration::hours(1),
+        because: NeedsMaintainerBecause::SessionsUsedUp { used: 2 },
+    };
+    ledger
+}
+
+fn aftercare_body(ledger: &Ledger, ticks: &[JudgedTick]) -> String {
+    use crate::core::github_state::{MergeStateStatus, Mergeable};
+    use crate::core::health::PullRequestChecks;
+    let pull = |number: u64, candidate: &str, mergeable: Mergeable| PullRequestChecks {
+        number,
+        candidate: candidate.into(),
+        created_at: now() - Duration::days(3),
+        draft: number == 12,
+        head_sha: "abc".into(),
+        mergeable,
+        merge_state: MergeStateStatus::Clean,
+        checks: Listed::complete(Vec::new()),
+    };
+    let pulls = Listed::complete(vec![
+        pull(12, "w", Mergeable::Mergeable),
+        pull(13, "v", Mergeable::Conflicting),
+    ]);
+    let report = status_report(
+        StatusFacts {
+            ledger,
+            ledger_found: true,
+            pull_requests: &Listed::complete(Vec::new()),
+            repository: "octo/bench",
+            health: HealthFacts {
+                pulls: &pulls,
+                jobs: &std::collections::BTreeMap::new(),
+                sweep_workflow: Some("run-sweep.yml"),
+            },
+        },
+        &inferencex_policy(),
+        now(),
+    );
+    render(&DashboardView {
+        report: &report,
+        ledger,
+        repository_url: "https://github.com/octo/bench",
+        ticks,
+        others: &[],
+    })
+}
+
+#[test]
+fn after_care_lists_each_pull_request_and_a_retry_box_only_where_a_maintainer_is_awaited() {
+    let ledger = ledger_with_aftercare();
+    let body = aftercare_body(&ledger, &[]);
+    assert!(body.contains("## After-care: 2 pull requests"), "{body}");
+    let lines: Vec<&str> = body
+        .lines()
+        .filter(|line| line.contains("/pull/12)") || line.contains("/pull/13)"))
+        .filter(|line| line.starts_with("- "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "- [ ] retry after-care of [#12](https://github.com/octo/bench/pull/12) — `w` — \
+             no-sweep — needs-maintainer, 2/2 sessions (it has used its 2 after-care sessions): \
+             waits for a maintainer <!-- klaud:retry-aftercare:12 -->",
+            "- [#13](https://github.com/octo/bench/pull/13) `v` — no-sweep, conflicting — \
+             watched, 0/2 sessions: starts a refresh session",
+        ]
+    );
+    let boxes = read_boxes(&body);
+    assert!(!boxes[&BoxKey::RetryAftercare(12)].changed());
+    assert!(!boxes.contains_key(&BoxKey::RetryAftercare(13)));
+    assert!(changed_boxes(&body).is_empty());
+}
+
+#[test]
+fn a_writers_retry_aftercare_grants_one_session_once_and_a_readers_tick_is_ignored() {
+    let mut ledger = ledger_with_aftercare();
+    let klaud = aftercare_body(&ledger, &[]);
+    let ticked = tick(&klaud, "klaud:retry-aftercare:12");
+    let changed = changed_boxes(&ticked);
+    assert_eq!(changed[0].key.request(true), Request::RetryAftercare(12));
+
+    // A reader's tick is ignored and named; nothing is granted.
+    let reader = [Attribution::By {
+        account: Some("reader-rob".into()),
+        edited_at: now() + Duration::minutes(1),
+    }];
+    let permissions = BTreeMap::from([
+        ("reader-rob".to_string(), Ok(RepositoryPermission::Read)),
+        (
+            "maintainer-ann".to_string(),
+            Ok(RepositoryPermission::Maintain),
+        ),
+    ]);
+    let judged = judge_ticks(&changed, &reader, &permissions, &ledger.steering);
+    let mut after_reader = ledger.clone();
+    SteeringChanges::from_ticks(&judged).apply(&mut after_reader, 20, now());
+    assert_eq!(after_reader.aftercare, ledger.aftercare, "nothing granted");
+    assert_eq!(after_reader.steering.ignored[0].by, "reader-rob");
+    let rewritten = aftercare_body(&after_reader, &judged);
+    assert!(changed_boxes(&rewritten).is_empty(), "the tick is cleared");
+
+    // A writer's tick grants one session and watches it again, however often it is read.
+    let writer = [Attribution::By {
+        account: Some("maintainer-ann".into()),
+        edited_at: now() + Duration::minutes(2),
+    }];
+    let judged = judge_ticks(&changed, &writer, &permissions, &ledger.steering);
+    let changes = SteeringChanges::from_ticks(&judged);
+    let said = changes.apply(&mut ledger, 21, now());
+    assert_eq!(said, ["retry after-care of #12 (asked by maintainer-ann)"]);
+    let record = ledger.aftercare_of(12).unwrap();
+    assert_eq!(
+        (record.granted, &record.state),
+        (1, &crate::core::aftercare::AftercareState::Watched)
+    );
+    // A second pass that saw the same tick (before the rewrite) acts on nothing, and so does
+    // one that applies the same changes again after losing a race.
+    let again = judge_ticks(&changed, &writer, &permissions, &ledger.steering);
+    assert!(SteeringChanges::from_ticks(&again).accepted.is_empty());
+    let mut raced = ledger.clone();
+    assert!(changes.apply(&mut raced, 22, now()).is_empty());
+    assert_eq!(raced, ledger);
+    let rewritten = aftercare_body(&ledger, &judged);
+    assert!(
+        !rewritten.contains("klaud:retry-aftercare:12"),
+        "{rewritten}"
+    );
+    assert!(rewritten.contains("watched, 2/3 sessions"), "{rewritten}");
+}
+
+#[test]
+fn a_retry_aftercare_marker_names_a_pull_request_by_its_number_only() {
+    let body = "- [x] a <!-- klaud:retry-aftercare:12 -->\n\
+                - [x] b <!-- klaud:retry-aftercare:1%32 -->\n\
+                - [x] c <!-- klaud:retry-aftercare:-3 -->\n\
+                - [x] d <!-- klaud:retry-aftercare:99999999999999999999999 -->\n";
+    let keys: Vec<BoxKey> = read_boxes(body).into_keys().collect();
+    assert_eq!(keys, [BoxKey::RetryAftercare(12)]);
 }

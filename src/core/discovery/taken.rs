@@ -8,6 +8,10 @@
 //! of the discovered shape with the family's id, or when it is the reference system's coarse id of
 //! one of the family's keys, alone or followed by `-` (its branches are
 //! `klaude/auto-<coarse id>-<image hash>`).
+//!
+//! A pull request that waits in after-care with no session of its own (and its branch) holds
+//! only its own candidate, so that a newer image of the family can be tried (contract §12),
+//! while `aftercare.supersede` is on.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +19,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::FamilyFate;
 use super::identity::{family_id, family_id_of_candidate};
+use crate::core::aftercare::waits_in_aftercare;
 use crate::core::cooldown::{CooldownScope, RunningCooldown, running_cooldowns};
 use crate::core::ledger::{Ledger, SessionState};
 use crate::core::policy::Policy;
@@ -124,6 +129,9 @@ impl<'a> Taken<'a> {
             .filter_map(|branch| candidate_of(branch).map(|id| (id, branch.clone())))
             .collect();
         let mut family_of_candidate = BTreeMap::new();
+        for record in &ledger.aftercare {
+            family_of_candidate.insert(record.candidate.as_str(), record.family.as_str());
+        }
         for session in &ledger.sessions {
             family_of_candidate.insert(session.candidate.as_str(), session.family.as_str());
         }
@@ -143,14 +151,20 @@ impl<'a> Taken<'a> {
     /// Why the family is left out, if it is, for the candidate `id` it would propose: the first
     /// that applies of occupied, claimed, cooling down and held.
     pub fn obstacle(&self, family: &FamilyNames, id: &str) -> Option<Obstacle> {
-        self.occupant(family)
+        self.occupant(family, id)
             .or_else(|| self.claim(family))
             .or_else(|| self.cooldown(family, id))
     }
 
-    /// A live or parked session, an open klaud pull request, an existing branch.
-    fn occupant(&self, family: &FamilyNames) -> Option<Obstacle> {
+    /// A live or parked session, an open klaud pull request, an existing branch; a pull request
+    /// or branch of a candidate that waits in after-care only for that candidate (`id`).
+    fn occupant(&self, family: &FamilyNames, id: &str) -> Option<Obstacle> {
         let recorded = |candidate: &str| self.family_of_candidate.get(candidate).copied();
+        let holds = |candidate: &str| {
+            family.names(candidate, recorded(candidate))
+                && (candidate == id
+                    || !waits_in_aftercare(self.ledger, candidate, &self.policy.aftercare))
+        };
         if let Some(session) = self.ledger.sessions.iter().find(|session| {
             session.state != SessionState::Finished
                 && family.names(&session.candidate, Some(&session.family))
@@ -171,7 +185,7 @@ impl<'a> Taken<'a> {
         if let Some((number, candidate)) = self
             .pull_requests
             .iter()
-            .find(|(_, candidate)| family.names(candidate, recorded(candidate)))
+            .find(|(_, candidate)| holds(candidate))
         {
             return Some(Obstacle::new(
                 FamilyFate::Occupied,
@@ -180,7 +194,7 @@ impl<'a> Taken<'a> {
         }
         self.branches
             .iter()
-            .find(|(candidate, _)| family.names(candidate, recorded(candidate)))
+            .find(|(candidate, _)| holds(candidate))
             .map(|(_, branch)| {
                 Obstacle::new(
                     FamilyFate::Occupied,

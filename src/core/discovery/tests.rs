@@ -43,6 +43,7 @@ struct World {
     capacity: CapacityGate,
     batch: usize,
     run_id: u64,
+    policy: Policy,
 }
 
 impl World {
@@ -59,15 +60,16 @@ impl World {
             capacity: CapacityGate::Open,
             batch: DEFAULT_REVIEW_BATCH_SIZE,
             run_id: 42,
+            policy: inferencex_policy(),
         }
     }
 
     fn decide(&self) -> Discovery {
-        let policy = inferencex_policy();
+        let policy = &self.policy;
         let legacy = vec!["klaude/auto-".to_string()];
         let base = "b".repeat(40);
         let run = DiscoveryRun {
-            policy: &policy,
+            policy,
             legacy_branch_prefixes: &legacy,
             base: &base,
             run_id: self.run_id,
@@ -432,4 +434,75 @@ fn a_branch_whose_candidate_part_only_begins_like_a_coarse_id_is_not_the_familys
     ]);
     let discovery = world.decide();
     assert_eq!(fate_of(&discovery, "m.yaml:a").fate, FamilyFate::Candidate);
+}
+
+/// A family whose older image's pull request #5 (and its branch) is validated and watched in
+/// after-care with no session open, and a newer row of the family.
+fn older_image_in_aftercare() -> (World, String) {
+    let mut world = World::new(
+        vec![family("m.yaml:a", json!([entry("vllm", "img:1", 1024)]))],
+        json!([row("vllm", "img:1", 1024, "2026-08-01")]),
+    );
+    let older = candidate_id("m.yaml:a", "img:0");
+    let validated = at("2026-08-20T00:00:00Z");
+    world
+        .ledger
+        .claim_family(&older, "m.yaml:a", 7, validated)
+        .unwrap();
+    world
+        .ledger
+        .finish_session(&older, Outcome::Validated, true, validated);
+    world
+        .ledger
+        .record_validated(&older, "m.yaml:a", 5, Some(&"c".repeat(40)), validated);
+    let branch = format!("klaud/auto-{older}");
+    world.github.open_pull_requests = Listed::complete(vec![OpenPullRequest {
+        number: 5,
+        head_branch: branch.clone(),
+        head_repository: Some(REPOSITORY.into()),
+    }]);
+    world.github.candidate_branches = Listed::complete(vec![branch]);
+    (world, older)
+}
+
+#[test]
+fn a_pull_request_waiting_in_aftercare_leaves_its_family_to_a_newer_image() {
+    let (world, _) = older_image_in_aftercare();
+    let discovery = world.decide();
+    assert_eq!(fate_of(&discovery, "m.yaml:a").fate, FamilyFate::Candidate);
+    assert_eq!(
+        discovery.candidate_ids(),
+        [candidate_id("m.yaml:a", "img:1")]
+    );
+}
+
+#[test]
+fn a_pull_request_waiting_in_aftercare_still_holds_its_own_candidate() {
+    let (mut world, older) = older_image_in_aftercare();
+    // The newest row is the image of the waiting pull request itself.
+    world.catalog = read_catalog(&json!([row("vllm", "img:0", 1024, "2026-08-01")])).unwrap();
+    world.families = vec![family("m.yaml:a", json!([entry("vllm", "img:0", 1024)]))];
+    let discovery = world.decide();
+    let report = fate_of(&discovery, "m.yaml:a");
+    assert_eq!(report.candidate.as_deref(), Some(older.as_str()));
+    assert_eq!(report.fate, FamilyFate::Occupied);
+    assert!(report.reason.contains("#5"), "{}", report.reason);
+}
+
+#[test]
+fn a_pull_request_in_aftercare_with_a_session_open_or_without_supersede_holds_its_family() {
+    let (mut with_session, older) = older_image_in_aftercare();
+    with_session
+        .ledger
+        .claim_family(&older, "m.yaml:a", 8, at("2026-08-30T00:00:00Z"))
+        .unwrap();
+    let report = fate_of(&with_session.decide(), "m.yaml:a").clone();
+    assert_eq!(report.fate, FamilyFate::Occupied);
+    assert!(report.reason.contains("live session"), "{}", report.reason);
+
+    let (mut without_supersede, _) = older_image_in_aftercare();
+    without_supersede.policy.aftercare.supersede = false;
+    let report = fate_of(&without_supersede.decide(), "m.yaml:a").clone();
+    assert_eq!(report.fate, FamilyFate::Occupied);
+    assert!(report.reason.contains("#5"), "{}", report.reason);
 }

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::aftercare::AftercareView;
 use super::github_state::{
     CheckConclusion, CheckStatus, MergeStateStatus, Mergeable, RunConclusion, RunStatus,
     StatusState,
@@ -198,6 +199,10 @@ pub struct PullRequestHealth {
     /// bound.
     pub eta_partial: bool,
     pub failed: Vec<FailedCheck>,
+    /// Its after-care (contract §12): its state, the sessions it used and may have, and what
+    /// klaud does next; null when it is not in after-care.
+    // Health reads only GitHub: `status` fills this from the ledger (`attach_aftercare`).
+    pub aftercare: Option<AftercareView>,
 }
 
 /// The health part of `status.json` and of the dashboard. When klaud's open pull requests could
@@ -275,6 +280,7 @@ fn pull_request_health(
         eta_minutes: estimate.minutes,
         eta_partial: estimate.partial,
         failed: checks.iter().filter_map(failed_check).collect(),
+        aftercare: None,
     }
 }
 

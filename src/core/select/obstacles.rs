@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
 use super::baselines::{BaselineCode, BaselineVerdict, BaselineVerdicts};
 use super::{Decision, Reason, SelectingRun, SelectionSnapshot, session_of_run};
+use crate::core::aftercare::waits_in_aftercare;
 use crate::core::candidate::Candidate;
 use crate::core::cooldown::{CooldownScope, RunningCooldown, running_cooldowns};
 use crate::core::ledger::{Ledger, SessionState};
@@ -49,12 +50,15 @@ pub fn review_obstacles(review: &Review, candidates: &[Candidate]) -> BTreeMap<S
 }
 
 /// Who holds which family: the ledger's claims and open sessions, klaud's own open pull
-/// requests, and retained candidate branches.
+/// requests, and retained candidate branches. A pull request that waits in after-care with no
+/// session of its own holds only its own candidate (contract §12), while `aftercare.supersede`
+/// is on.
 pub struct Occupancy<'a> {
     ledger: &'a Ledger,
     run: SelectingRun,
     branch_prefix: &'a str,
-    /// klaud's open pull requests per family: (number, candidate).
+    /// klaud's open pull requests per family that hold it for every candidate: (number,
+    /// candidate).
     pull_request_of_family: BTreeMap<String, (u64, String)>,
     /// klaud's open pull requests per candidate id.
     pull_request_of_candidate: BTreeMap<String, u64>,
@@ -70,8 +74,12 @@ impl<'a> Occupancy<'a> {
         run: SelectingRun,
     ) -> Self {
         // A pull request names only its candidate; the family comes from the candidates file,
-        // else from the ledger's record of that candidate.
+        // else from the ledger's records of that candidate (its after-care record outlives its
+        // pruned sessions).
         let mut family_of_candidate: BTreeMap<&str, &str> = BTreeMap::new();
+        for record in &snapshot.ledger.aftercare {
+            family_of_candidate.insert(&record.candidate, &record.family);
+        }
         for session in &snapshot.ledger.sessions {
             family_of_candidate.insert(&session.candidate, &session.family);
         }
@@ -96,6 +104,9 @@ impl<'a> Occupancy<'a> {
                 pull_request_of_candidate
                     .entry(id.to_string())
                     .or_insert(number);
+                if waits_in_aftercare(snapshot.ledger, id, &policy.aftercare) {
+                    continue;
+                }
                 if let Some(family) = family_of_candidate.get(id) {
                     pull_request_of_family
                         .entry(family.to_string())

@@ -8,10 +8,13 @@
 //! run goes through all of it, ledger write included, with its writes recorded, not sent) →
 //! `finish.json`, outputs, summary. For a candidate that came from an issue (its record's
 //! `issue`), the issue is read too (a closed one retires the candidate) and klaud's comment on it
-//! is a second action group.
+//! is a second action group. A validated first session marks the other after-care pull requests
+//! of its family superseded in the same ledger write, and `finish/supersede.rs` closes them
+//! behind every §5 guard (contract §12).
 
 mod apply;
 pub mod inputs;
+mod supersede;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -21,13 +24,13 @@ use super::work_files::write_json_file;
 use crate::adapters::github::GitHubClient;
 use crate::adapters::github::actions::RunFilter;
 use crate::adapters::github::writes::RecordedWrite;
-use crate::adapters::ledger_store::{LedgerDecision, LedgerStore};
+use crate::adapters::ledger_store::{LedgerDecision, LedgerStore, LoadedLedger};
 use crate::core::execution::{AgentRecord, read_execution_file, read_structured_output};
 use crate::core::finish::{
-    Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, JobEnding, decide,
-    job_ending, record,
+    Cleanup, DeadlineVerdict, FinishFacts, FinishPlan, FinishRequest, JobEnding, decide, job_ending,
 };
 use crate::core::finish_issue::IssueFact;
+use crate::core::finish_supersede::record_superseding;
 use crate::core::ledger::{JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
@@ -42,6 +45,7 @@ use crate::shell::modes::recover::{dry_run_writes_section, rest_fallback_note};
 use crate::shell::outputs::markdown_table;
 use apply::{Applied, apply};
 use inputs::{FinishInputs, read_inputs};
+use supersede::{Superseding, supersede};
 
 /// GitHub lists at most this many commits of a pull request.
 const LISTED_COMMITS_CAP: usize = 250;
@@ -61,6 +65,9 @@ pub struct FinishOutputs {
     pub cancelled: Vec<u64>,
     /// JSON array of cancelled runs that had not ended when the wait was over.
     pub pending_runs: Vec<u64>,
+    /// JSON array of the older pull requests of the family this validated session closed as
+    /// superseded (contract §12).
+    pub superseded: Vec<u64>,
     /// JSON object: the GitHub requests of this step and its budgets.
     pub requests: RequestReport,
 }
@@ -77,6 +84,9 @@ struct FinishRecord<'a> {
     /// `written`, `unchanged` or `not-written` (dry run).
     ledger: &'a str,
     applied: &'a Applied,
+    /// The after-care pull requests this validated session superseded and what became of each.
+    #[serde(skip_serializing_if = "is_nothing_superseded")]
+    superseded: &'a Superseding,
     requests: &'a RequestReport,
     /// In a dry run, every write the step would have sent (method, path, body), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -149,11 +159,11 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         reporter.warning(&format!("{}: {}", plan.candidate, plan.reason));
     }
 
-    let ledger_result = {
+    let (ledger_result, written) = {
         let parent = session.parent_run;
         let update = store
             .update_starting_from(Some(loaded), |ledger| {
-                match record(ledger, &plan, &request, now) {
+                match record_superseding(ledger, &plan, &request, policy, now) {
                     Some(next) => LedgerDecision::Write {
                         ledger: next,
                         message: format!(
@@ -173,11 +183,16 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
                     "the ledger could not be written, nothing was changed: {error}"
                 ))
             })?;
-        match (update.wrote, context.dry_run) {
+        let result = match (update.wrote, context.dry_run) {
             (true, true) => "not-written",
             (true, false) => "written",
             (false, _) => "unchanged",
-        }
+        };
+        let written = LoadedLedger {
+            ledger: update.ledger,
+            blob_sha: update.blob_sha,
+        };
+        (result, written)
     };
     reporter.info(&format!("ledger: {ledger_result}"));
 
@@ -194,6 +209,11 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
     for line in applied.lines() {
         reporter.info(&line);
     }
+    let hold = applied.failure.clone().or(applied.dropped.clone());
+    let superseded = supersede(&connection, &store, written, &plan, policy, now, hold).await;
+    for line in superseded.lines() {
+        reporter.info(&line);
+    }
     let requests = connection.report();
     write_json_file(
         &context.directory,
@@ -206,6 +226,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             plan: &plan,
             ledger: ledger_result,
             applied: &applied,
+            superseded: &superseded,
             requests: &requests,
             dry_run_writes: connection.recorded_writes(),
             agent_result: agent_result.clone(),
@@ -220,6 +241,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
             .unwrap_or_default(),
         cancelled: applied.cancelled.clone(),
         pending_runs: applied.execution.pending_runs.clone(),
+        superseded: superseded.closed(),
         requests,
     };
     reporter
@@ -229,6 +251,7 @@ pub async fn run(context: &StepContext, arguments: &FinishArgs) -> Result<(), St
         .write_summary(&summary(
             &plan,
             &applied,
+            &superseded,
             agent_result.as_ref(),
             &requests,
             &connection.recorded_writes(),
@@ -541,9 +564,14 @@ fn print_plan(context: &StepContext, plan: &FinishPlan) {
     reporter.end_group();
 }
 
+fn is_nothing_superseded(superseding: &Superseding) -> bool {
+    superseding.pull_requests.is_empty()
+}
+
 fn summary(
     plan: &FinishPlan,
     applied: &Applied,
+    superseded: &Superseding,
     agent: Option<&AgentRecord>,
     requests: &RequestReport,
     dry_run_writes: &[RecordedWrite],
@@ -573,13 +601,25 @@ fn summary(
         text.push_str(&markdown_table(&["step", "result"], &rows));
         text.push('\n');
     }
+    let superseded_lines = superseded.lines();
+    if !superseded_lines.is_empty() {
+        text.push_str("Superseded (contract §12):\n\n");
+        for line in superseded_lines {
+            text.push_str(&format!("- {line}\n"));
+        }
+        text.push('\n');
+    }
     if !applied.execution.pending_runs.is_empty() {
         text.push_str(&format!(
             "Cancelled runs not yet ended: {:?}\n\n",
             applied.execution.pending_runs
         ));
     }
-    if let RefDeletionPath::RestFallback(reason) = &applied.execution.ref_deletions {
+    let fallback = match &applied.execution.ref_deletions {
+        RefDeletionPath::RestFallback(reason) => Some(reason),
+        _ => superseded.rest_fallback.as_ref(),
+    };
+    if let Some(reason) = fallback {
         text.push_str(&format!("{}\n\n", rest_fallback_note(reason)));
     }
     text.push_str(&requests.summary_line());

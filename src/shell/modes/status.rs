@@ -326,6 +326,9 @@ fn sections(report: &StatusReport) -> Vec<Section> {
                         .collect::<Vec<_>>()
                         .join(", "),
                 },
+                pull.aftercare
+                    .as_ref()
+                    .map_or("-".to_string(), ToString::to_string),
             ]
         })
         .collect();
@@ -385,6 +388,7 @@ fn sections(report: &StatusReport) -> Vec<Section> {
                 "pending sweep jobs",
                 "ETA",
                 "failed",
+                "after-care",
             ],
             pulls,
             "no open klaud pull request",

@@ -26,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
             (BoxKey::RetryNow(a), Request::RetryNow(b))
             | (BoxKey::ResumeNow(a), Request::ResumeNow(b))
             | (BoxKey::ReleaseHold(a), Request::ReleaseHold(b)) => assert_eq!(a, &b),
+            (BoxKey::RetryAftercare(a), Request::RetryAftercare(b)) => assert_eq!(*a, b),
             (key, request) => panic!("{key:?} asks {request:?}"),
         }
         // Drawn again by klaud, with the label a hostile body can give it, it reads back alike.

@@ -114,6 +114,18 @@ impl World {
         self
     }
 
+    /// `candidate`'s pull request `number`, validated two hours ago, watched in after-care.
+    fn validated_in_aftercare(mut self, candidate: &str, family: &str, number: u64) -> Self {
+        self.ledger.record_validated(
+            candidate,
+            family,
+            number,
+            Some("0123456789abcdef0123456789abcdef01234567"),
+            now() - Duration::hours(2),
+        );
+        self
+    }
+
     fn agent_never_ran(mut self) -> Self {
         self.ledger.sessions.last_mut().unwrap().agent_ran = false;
         self

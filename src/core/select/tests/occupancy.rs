@@ -87,3 +87,53 @@ fn a_handoff_holds_its_candidate_while_the_pull_request_is_open_and_not_after() 
         .decide();
     assert_eq!(decision_of(&closed_since, "a").decision, Decision::Selected);
 }
+
+#[test]
+fn a_pull_request_waiting_in_aftercare_leaves_its_family_to_another_candidate() {
+    let plan = World::with_candidates(&[("old", "f"), ("new", "f")])
+        .finished("old", "f", "validated", 2)
+        .validated_in_aftercare("old", "f", 12)
+        .open_pull_request(12, "klaud/auto-old", "acme/bench")
+        .decide();
+    assert_eq!(decision_of(&plan, "new").decision, Decision::Selected);
+    assert_eq!(decision_of(&plan, "old").decision, Decision::Occupied);
+    assert!(message_of(&plan, "old").contains("#12 of candidate old is open"));
+}
+
+#[test]
+fn a_pull_request_in_aftercare_with_a_session_of_its_own_still_occupies_its_family() {
+    let plan = World::with_candidates(&[("new", "f")])
+        .finished("old", "f", "validated", 2)
+        .validated_in_aftercare("old", "f", 12)
+        .parked("old", "f")
+        .open_pull_request(12, "klaud/auto-old", "acme/bench")
+        .decide();
+    assert_eq!(decision_of(&plan, "new").decision, Decision::Occupied);
+    assert!(message_of(&plan, "new").contains("parked session of candidate old"));
+}
+
+#[test]
+fn without_supersede_a_pull_request_waiting_in_aftercare_keeps_its_family() {
+    let mut world = World::with_candidates(&[("new", "f")])
+        .finished("old", "f", "validated", 2)
+        .validated_in_aftercare("old", "f", 12)
+        .open_pull_request(12, "klaud/auto-old", "acme/bench");
+    world.policy.aftercare.supersede = false;
+    let plan = world.decide();
+    assert_eq!(decision_of(&plan, "new").decision, Decision::Occupied);
+    assert!(message_of(&plan, "new").contains("#12 of candidate old is open"));
+}
+
+#[test]
+fn a_pull_request_left_by_aftercare_keeps_its_family() {
+    let mut world = World::with_candidates(&[("new", "f")])
+        .finished("old", "f", "validated", 2)
+        .validated_in_aftercare("old", "f", 12)
+        .open_pull_request(12, "klaud/auto-old", "acme/bench");
+    world.ledger.aftercare[0].state = crate::core::aftercare::AftercareState::Left {
+        since: now(),
+        reason: "#12 has a commit by maintainer".into(),
+    };
+    let plan = world.decide();
+    assert_eq!(decision_of(&plan, "new").decision, Decision::Occupied);
+}
