@@ -254,6 +254,39 @@ impl Ledger {
         }
     }
 
+    /// Records that the after-care session of pull request `number` ended with `outcome`, not
+    /// `validated` (or used up its jobs): the pull request stays open with its branch and waits
+    /// for a maintainer (contract §12). `finish` and `recover`'s reconcile both record it here. A
+    /// record left for good or superseded keeps its state. Returns false when nothing changed.
+    pub fn record_aftercare_ended(
+        &mut self,
+        number: u64,
+        outcome: Outcome,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let Some(record) = self
+            .aftercare
+            .iter_mut()
+            .find(|record| record.pull_request == number)
+        else {
+            return false;
+        };
+        let because = NeedsMaintainerBecause::Ended(outcome);
+        match &record.state {
+            AftercareState::Left { .. } | AftercareState::Superseded { .. } => false,
+            AftercareState::NeedsMaintainer {
+                because: earlier, ..
+            } if *earlier == because => false,
+            AftercareState::Watched | AftercareState::NeedsMaintainer { .. } => {
+                record.state = AftercareState::NeedsMaintainer {
+                    since: now,
+                    because,
+                };
+                true
+            }
+        }
+    }
+
     /// Marks the other watched or waiting after-care pull requests of `family` superseded by
     /// pull request `by`, which ended validated: the numbers marked (contract §12). Nothing is
     /// marked when `supersede` is off.
