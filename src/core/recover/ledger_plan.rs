@@ -260,24 +260,12 @@ pub fn decide_first_write(
     );
     grants.resumed = resumed;
     grants.refused_resumes = refused_resumes;
-    let live = next.live_sessions().count() as u32;
-    let (started, refused_starts) = aftercare::start_under_cap(
+    said.extend(start_aftercare(
         &mut next,
         &plan.ledger.aftercare_starts,
-        settings.own_run,
-        settings.now,
-        (live, settings.max_live),
-    );
-    said.extend(started.iter().map(|start| {
-        format!(
-            "started a {} session of {} (#{})",
-            start.kind,
-            start.candidate,
-            start.pull_request()
-        )
-    }));
-    grants.aftercare_started = started;
-    grants.refused_starts = refused_starts;
+        settings,
+        &mut grants,
+    ));
     grants.groups_cleared = plan
         .groups
         .iter()
@@ -294,6 +282,36 @@ pub fn decide_first_write(
     );
     let changed = next != *ledger;
     (changed.then_some(next), grants, message)
+}
+
+/// After-care sessions started on `next` in the room under the cap the resumes left (contract
+/// §12); says what it started.
+fn start_aftercare(
+    next: &mut Ledger,
+    starts: &[AftercareStart],
+    settings: &WriteSettings,
+    grants: &mut PassGrants,
+) -> Vec<String> {
+    let live = next.live_sessions().count() as u32;
+    let (started, refused_starts) = aftercare::start_under_cap(
+        next,
+        starts,
+        settings.own_run,
+        settings.now,
+        (live, settings.max_live),
+    );
+    let said = started.iter().map(|start| {
+        format!(
+            "started a {} session of {} (#{})",
+            start.kind,
+            start.candidate,
+            start.pull_request()
+        )
+    });
+    let said = said.collect();
+    grants.aftercare_started = started;
+    grants.refused_starts = refused_starts;
+    said
 }
 
 /// Why this pass may not take the recovery lease on `ledger`, naming its holder; `None` when
