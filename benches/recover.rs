@@ -11,6 +11,10 @@
 //! clock that the binary reads: klaud's own peak RSS, requests and wall time of one standalone
 //! first pass.
 //!
+//! A third table prices after-care (contract §12): the first pass at 0 ms with after-care off
+//! and on, first with nothing in after-care (the goal: at most 2 reads more), then with every
+//! validated pull request of the scenario that is still open watched.
+//!
 //! Run with `cargo bench --bench recover`.
 
 #![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and passes PATH on
@@ -29,7 +33,9 @@ use chrono::Utc;
 use fake_github::scenario;
 use fake_github::{FakeGitHubHandle, PullState, Timestamp};
 use klaud::adapters::github::{GitHubClient, GitHubSettings};
-use klaud::core::policy::Policy;
+use klaud::core::ledger::Ledger;
+use klaud::core::outcome::Outcome;
+use klaud::core::policy::{AftercareSettings, Policy, RefreshWhen, RepairWhen};
 use klaud::shell::config::Config;
 use klaud::shell::github::GitHubConnection;
 use klaud::shell::modes::recover::{INSPECTIONS_PER_PASS, PassReport, PassSettings, run_pass};
@@ -42,6 +48,21 @@ const OWN_RUN: u64 = 99_000_000_001;
 fn policy() -> Policy {
     let config = Config {
         bot: scenario::BOT.into(),
+        ..Config::default()
+    };
+    config.policy(5, 1.0)
+}
+
+/// The policy with after-care off: no event starts a session and nothing is superseded.
+fn policy_without_aftercare() -> Policy {
+    let config = Config {
+        bot: scenario::BOT.into(),
+        aftercare: AftercareSettings {
+            refresh: RefreshWhen::Never,
+            repair: RepairWhen::Never,
+            supersede: false,
+            ..AftercareSettings::default()
+        },
         ..Config::default()
     };
     config.policy(5, 1.0)
@@ -76,13 +97,103 @@ fn settings() -> PassSettings {
 }
 
 async fn pass(server: &FakeGitHubHandle) -> (PassReport, Duration) {
+    pass_with(server, &policy()).await
+}
+
+async fn pass_with(server: &FakeGitHubHandle, policy: &Policy) -> (PassReport, Duration) {
     let connection = connection(server);
     let settings = settings();
     let started = Instant::now();
-    let report = run_pass(&connection, &policy(), &settings)
+    let report = run_pass(&connection, policy, &settings)
         .await
         .expect("the pass runs");
     (report, started.elapsed())
+}
+
+/// Every validated session's pull request that is still open, watched in the ledger since a day
+/// ago at its head (as `finish` records it); how many.
+fn watch_validated(server: &FakeGitHubHandle) -> usize {
+    server.with_state(|state| {
+        let text = state
+            .read_file(scenario::STATE_BRANCH, "ledger.json")
+            .expect("the scenario's ledger");
+        let mut ledger = Ledger::from_json(&text).expect("a valid ledger");
+        let validated: Vec<(String, String, u64)> = ledger
+            .sessions
+            .iter()
+            .filter(|session| session.outcome == Some(Outcome::Validated))
+            .filter_map(|session| {
+                let number = session.pull_request?;
+                Some((session.candidate.clone(), session.family.clone(), number))
+            })
+            .collect();
+        for (candidate, family, number) in validated {
+            let Some(head) = state
+                .pulls
+                .get(&number)
+                .filter(|pull| pull.state == PullState::Open)
+                .map(|pull| pull.head_sha.clone())
+            else {
+                continue;
+            };
+            ledger.record_validated(
+                &candidate,
+                &family,
+                number,
+                Some(&head),
+                time(NOW.minus(86_400)),
+            );
+        }
+        state.put_file(scenario::STATE_BRANCH, "ledger.json", &ledger.to_json());
+        ledger.aftercare.len()
+    })
+}
+
+/// The first pass at 0 ms with after-care off and on: with nothing in after-care (the goal is
+/// at most 2 reads more) and with the scenario's validated pull requests watched.
+async fn aftercare_costs() {
+    println!();
+    println!("after-care: the first pass at 0 ms, standard scenario, seed {SEED}");
+    println!("| ledger | after-care | reads | writes | after-care decisions |");
+    println!("|---|---|---|---|---|");
+    let mut reads = Vec::new();
+    for watched in [false, true] {
+        for (setting, policy) in [("off", policy_without_aftercare()), ("on", policy())] {
+            let server = scenario_server(0);
+            let records = if watched { watch_validated(&server) } else { 0 };
+            let (report, _) = pass_with(&server, &policy).await;
+            let counts = report.requests.counts;
+            let mut decided: std::collections::BTreeMap<String, usize> = Default::default();
+            for aftercare in &report.plan.aftercare {
+                let name = serde_json::to_value(aftercare.decided).expect("a name");
+                *decided
+                    .entry(name.as_str().unwrap_or("?").to_string())
+                    .or_default() += 1;
+            }
+            let decided: Vec<String> = decided.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            println!(
+                "| {records} watched | {setting} | {} | {} | {} |",
+                counts.reads,
+                counts.writes,
+                if decided.is_empty() {
+                    "-".to_string()
+                } else {
+                    decided.join(", ")
+                }
+            );
+            reads.push(counts.reads);
+        }
+    }
+    let more = reads[1].saturating_sub(reads[0]);
+    println!();
+    println!(
+        "- nothing in after-care: {more} reads more with after-care on (goal: at most 2): {}",
+        if more <= 2 { "met" } else { "NOT met" }
+    );
+    println!(
+        "- with the validated pull requests watched: {} reads more with after-care on",
+        reads[3] as i64 - reads[2] as i64
+    );
 }
 
 /// What the reference design reads on this state: planner runs of ~10 days (filtered by a
@@ -245,9 +356,9 @@ fn main() {
     if child::serve_as_intermediary() {
         return;
     }
-    tokio::runtime::Runtime::new()
-        .expect("a tokio runtime")
-        .block_on(in_process());
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    runtime.block_on(in_process());
+    runtime.block_on(aftercare_costs());
 
     println!();
     println!(

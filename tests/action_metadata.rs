@@ -211,6 +211,7 @@ fn every_declared_output_is_one_the_binary_writes() {
         left_alone: Vec::new(),
         needs_inspection: Vec::new(),
         resumed: Vec::new(),
+        aftercare_started: 0,
         refs_deleted: 0,
         requests,
     };

@@ -341,6 +341,8 @@ pub enum LedgerExpectation {
     FinishedByThisPass { parent_run: u64 },
     /// The parked session resumed by this pass.
     ResumedByThisPass,
+    /// The after-care session started by this pass (contract §12).
+    AftercareStartedByThisPass,
     /// Nothing about the candidate (legacy refs, labels of live sessions).
     Nothing,
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::github_state::RunConclusion;
+use super::health::PullRequestChecks;
 use super::ledger::Ledger;
 
 /// Why a read from GitHub did not give its fact, in one bounded line (never an API body): a
@@ -252,6 +253,10 @@ pub struct Snapshot {
     /// The issue a candidate came from (contract §13), by candidate: read from its record,
     /// only for an `issue-<n>` candidate that is reconciled, parked or swept.
     pub candidate_issues: BTreeMap<String, Read<CandidateIssue>>,
+    /// klaud's open pull requests with their mergeability and the checks on their heads
+    /// (contract §12), read with the open pull request listing when after-care may act on the
+    /// ledger's records (or the pass keeps the dashboard); `None` when not read.
+    pub pull_request_checks: Option<Listed<PullRequestChecks>>,
 }
 
 /// The issue a candidate came from, and whether it is open.

@@ -1,9 +1,11 @@
 //! Building the snapshot of a recovery pass from GitHub and the ledger.
 //!
-//! First the listings every pass needs, read in parallel: the ledger, the open pull requests,
-//! the branches under the candidate and lock prefixes, and the repository's active runs (queued,
-//! then in progress, then waiting: read in the order runs move, so a run changing state between
-//! two listings is still seen once). Then, in rounds, exactly the details the decision asks for
+//! First the listings every pass needs, read in parallel: the ledger and the branches under the
+//! candidate and lock prefixes, then the open pull requests on the candidate branches (with
+//! their mergeability and checks when after-care may act on the ledger's records, or the pass
+//! keeps the dashboard), beside the repository's active runs (queued, then in progress, then
+//! waiting: read in the order runs move, so a run changing state between two listings is still
+//! seen once). Then, in rounds, exactly the details the decision asks for
 //! (`core::recover::details_needed`), each round's reads in parallel: runs, jobs and sweep
 //! listings by REST; a branch's pull requests, a pull request (who closed it, its commits) and a
 //! commit's message in batched GraphQL reads, many objects a request. A pull request read
@@ -22,7 +24,9 @@ use crate::adapters::github::error::GitHubError;
 use crate::adapters::github::models::{Commit, Issue, Job, PullRequest, WorkflowRun};
 use crate::adapters::ledger_store::{LedgerError, LedgerStore, LoadedLedger};
 use crate::core::github_state::RunStatus;
+use crate::core::health::PullRequestChecks;
 use crate::core::policy::Policy;
+use crate::core::recover::aftercare::reads_checks;
 use crate::core::recover::{RecoveryContext, details_needed, listing_prefixes};
 use crate::core::session::request::issue_task;
 use crate::core::snapshot::{
@@ -31,7 +35,7 @@ use crate::core::snapshot::{
 };
 use crate::core::text::bounded;
 use crate::shell::dashboard::{DashboardRead, TickReading, read_dashboard};
-use crate::shell::health::{HealthSnapshot, health_of_open};
+use crate::shell::health::{HealthSnapshot, health_of_open, klaud_pull_request_checks};
 
 /// Reads of one round sent at once.
 const READ_CONCURRENCY: usize = 8;
@@ -65,19 +69,27 @@ pub async fn gather_recovery_facts(
     dashboard: bool,
 ) -> Result<Gathered, LedgerError> {
     let prefixes = listing_prefixes(policy);
-    let (loaded, (refs, pulls, health), runs) = tokio::join!(
-        store.load(),
-        refs_and_open_pull_requests(client, policy, &prefixes, dashboard),
-        active_runs_and_planner_jobs(client, policy),
-    );
+    let listings = async {
+        let (loaded, refs) = tokio::join!(store.load(), candidate_refs(client, policy, &prefixes));
+        let loaded = loaded?;
+        let reads = match (dashboard, reads_checks(policy, &loaded.ledger)) {
+            (true, _) => PullRequestReads::Health,
+            (false, true) => PullRequestReads::Checks,
+            (false, false) => PullRequestReads::Listing,
+        };
+        let open = open_pull_requests(client, policy, &refs, reads).await;
+        Ok::<_, LedgerError>((loaded, refs, open))
+    };
+    let (listings, runs) = tokio::join!(listings, active_runs_and_planner_jobs(client, policy));
+    let (loaded, refs, (pulls, checks, health)) = listings?;
     let (runs, planner_jobs) = runs;
-    let loaded = loaded?;
     let mut snapshot = Snapshot {
         ledger: loaded.ledger.clone(),
         open_pull_requests: pulls,
         refs,
         active_runs: runs,
         planner_jobs,
+        pull_request_checks: checks,
         ..Snapshot::default()
     };
     let dashboard = match dashboard {
@@ -103,27 +115,47 @@ pub async fn gather_recovery_facts(
     })
 }
 
-/// The refs under the listing prefixes, then the open pull requests on the candidate branches
-/// among them (`GitHubClient::open_pull_requests_on`): what this reads follows klaud's
-/// branches, not the repository's open pull requests. With `health`, the pull requests are
-/// read with their checks and the jobs of their active sweep runs are read too.
-async fn refs_and_open_pull_requests(
+/// What is read with the open pull requests.
+enum PullRequestReads {
+    /// The pull requests alone.
+    Listing,
+    /// Their mergeability and the checks on their heads too, for after-care (the same queries,
+    /// a head's checks paged past 100).
+    Checks,
+    /// Their checks and the jobs of their active sweep runs, for the dashboard's health.
+    Health,
+}
+
+/// The refs under the listing prefixes.
+async fn candidate_refs(
     client: &GitHubClient,
     policy: &Policy,
     prefixes: &[String],
-    health: bool,
-) -> (
-    Listed<RefFact>,
-    Listed<PullRequestFact>,
-    Option<HealthSnapshot>,
-) {
+) -> Listed<RefFact> {
     let listings = join_all(
         prefixes
             .iter()
             .map(|prefix| client.branches_starting_with(prefix)),
     )
     .await;
-    let refs = branch_listing(listings, policy);
+    branch_listing(listings, policy)
+}
+
+/// The open pull requests on the candidate branches among `refs`
+/// (`GitHubClient::open_pull_requests_on`): what this reads follows klaud's branches, not the
+/// repository's open pull requests. With checks, klaud's among them with their mergeability and
+/// checks (`Snapshot::pull_request_checks`); with health, the jobs of their active sweep runs
+/// too.
+async fn open_pull_requests(
+    client: &GitHubClient,
+    policy: &Policy,
+    refs: &Listed<RefFact>,
+    reads: PullRequestReads,
+) -> (
+    Listed<PullRequestFact>,
+    Option<Listed<PullRequestChecks>>,
+    Option<HealthSnapshot>,
+) {
     let candidate_branches = Listed {
         items: refs
             .items
@@ -134,21 +166,29 @@ async fn refs_and_open_pull_requests(
         gap: refs.gap.clone(),
     };
     let repository = client.repository().to_string();
-    let (pulls, health) = match health {
-        true => {
+    let (pulls, checks, health) = match reads {
+        PullRequestReads::Health => {
             let open = client
                 .open_pull_requests_with_checks_on(&candidate_branches)
                 .await;
             let health = health_of_open(client, policy, &open).await;
-            (open.pulls, Some(health))
+            (open.pulls, Some(health.pulls.clone()), Some(health))
         }
-        false => (
+        PullRequestReads::Checks => {
+            let open = client
+                .open_pull_requests_with_checks_on(&candidate_branches)
+                .await;
+            let checks = klaud_pull_request_checks(&open, &repository, policy);
+            (open.pulls, Some(checks), None)
+        }
+        PullRequestReads::Listing => (
             client.open_pull_requests_on(&candidate_branches).await,
+            None,
             None,
         ),
     };
     let pulls = pulls.map(|pull| pull_request_fact(&pull, &repository));
-    (refs, pulls, health)
+    (pulls, checks, health)
 }
 
 /// Every run of the repository that has not completed, and the jobs of the planner runs among

@@ -262,9 +262,10 @@ impl Ledger {
         }
     }
 
-    /// Records that an after-care session of pull request `number` ended with `outcome`, not
-    /// validated: it waits for a maintainer, unless klaud left it for good or closes it as
-    /// superseded. Returns whether anything changed.
+    /// Records that the after-care session of pull request `number` ended with `outcome`, not
+    /// `validated` (or used up its jobs): the pull request stays open with its branch and waits
+    /// for a maintainer (contract §12). `finish` and `recover`'s reconcile both record it here. A
+    /// record left for good or superseded keeps its state. Returns false when nothing changed.
     pub fn record_aftercare_ended(
         &mut self,
         number: u64,
@@ -278,22 +279,20 @@ impl Ledger {
         else {
             return false;
         };
-        if matches!(
-            record.state,
-            AftercareState::Left { .. } | AftercareState::Superseded { .. }
-        ) {
-            return false;
-        }
         let because = NeedsMaintainerBecause::Ended(outcome);
-        if matches!(&record.state, AftercareState::NeedsMaintainer { because: known, .. } if *known == because)
-        {
-            return false;
+        match &record.state {
+            AftercareState::Left { .. } | AftercareState::Superseded { .. } => false,
+            AftercareState::NeedsMaintainer {
+                because: earlier, ..
+            } if *earlier == because => false,
+            AftercareState::Watched | AftercareState::NeedsMaintainer { .. } => {
+                record.state = AftercareState::NeedsMaintainer {
+                    since: now,
+                    because,
+                };
+                true
+            }
         }
-        record.state = AftercareState::NeedsMaintainer {
-            since: now,
-            because,
-        };
-        true
     }
 
     /// Grants pull request `number`, which waits for a maintainer, one more after-care session

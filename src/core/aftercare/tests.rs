@@ -106,6 +106,33 @@ fn a_newer_validated_candidate_supersedes_the_others_of_its_family_only() {
     assert!(ledger.mark_superseded("f", 9, true, now).is_empty());
 }
 
+#[test]
+fn an_ended_after_care_session_makes_its_pull_request_wait_for_a_maintainer_once() {
+    let mut ledger = Ledger::empty();
+    validated(&mut ledger, "a", "f", 7, "2026-01-01T00:00:00Z");
+    let now = at("2026-01-02T00:00:00Z");
+    assert!(ledger.record_aftercare_ended(7, Outcome::Failed, now));
+    assert_eq!(
+        ledger.aftercare_of(7).unwrap().state,
+        AftercareState::NeedsMaintainer {
+            since: now,
+            because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+        }
+    );
+    let later = at("2026-01-03T00:00:00Z");
+    assert!(!ledger.record_aftercare_ended(7, Outcome::Failed, later));
+    assert!(!ledger.record_aftercare_ended(8, Outcome::Failed, later));
+    ledger.aftercare[0].state = AftercareState::Left {
+        since: later,
+        reason: "a commit by a maintainer".into(),
+    };
+    assert!(!ledger.record_aftercare_ended(7, Outcome::NoOutcome, later));
+    assert!(matches!(
+        ledger.aftercare_of(7).unwrap().state,
+        AftercareState::Left { .. }
+    ));
+}
+
 fn open_session(candidate: &str) -> Session {
     Session {
         candidate: candidate.into(),

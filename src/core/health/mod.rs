@@ -350,7 +350,7 @@ fn is_pending(check: &Check) -> bool {
 }
 
 /// The check as a failed one, when it failed.
-fn failed_check(check: &Check) -> Option<FailedCheck> {
+pub fn failed_check(check: &Check) -> Option<FailedCheck> {
     match check {
         Check::Run(run) => {
             let failed = run.status.is_completed()

@@ -1,8 +1,9 @@
 //! The guards of contract §5 on one candidate, in one place: every commit of the pull request
 //! the bot's (its head above all), no sweep started by anyone but the bot after the session
-//! ended, no unreadable detail; and for a leftover branch, a pull request the bot closed, every
-//! commit the bot's and the branch still at its head. Whatever these find is decided before any
-//! action of the candidate is planned.
+//! ended, no unreadable detail; for a leftover branch, a pull request the bot closed, every
+//! commit the bot's and the branch still at its head; for an after-care pull request (contract
+//! §12), every commit the bot's and no sweep by anyone else since it was validated. Whatever
+//! these find is decided before any action of the candidate is planned.
 
 use chrono::{DateTime, Utc};
 
@@ -65,7 +66,7 @@ pub(super) fn examine_pull_request(
     }
     let branch = pull.head_branch.clone();
     match maintainer_sweep(facts, &branch, since, since_what) {
-        SweepFinding::Maintainer(reason) => {
+        SweepFinding::Maintainer(reason) | SweepFinding::Unreadable(reason) => {
             return Examination::NeedsInspection {
                 reason,
                 remember: false,
@@ -101,9 +102,10 @@ pub(super) fn examine_pull_request(
 pub(super) enum SweepFinding {
     /// Only the bot started sweeps since then.
     Clear,
-    /// A sweep was started by someone else since then, or the sweeps could not be read: a
-    /// maintainer may be acting (the reason says which).
+    /// A sweep was started by someone else since then: a maintainer is acting.
     Maintainer(String),
+    /// The sweeps could not be read, or not all listed: a maintainer may be acting.
+    Unreadable(String),
     /// The sweep runs are not read yet (what is missing).
     Unread(String),
 }
@@ -118,10 +120,10 @@ pub(super) fn maintainer_sweep(
     let bot = facts.policy.bot.clone();
     match facts.sweeps(branch) {
         Seen::Unread => SweepFinding::Unread(format!("the sweep runs of {branch}")),
-        Seen::Failed(error) => SweepFinding::Maintainer(format!(
+        Seen::Failed(error) => SweepFinding::Unreadable(format!(
             "the sweep runs of {branch} could not be read ({error})"
         )),
-        Seen::Known(sweeps) if !sweeps.is_complete() => SweepFinding::Maintainer(format!(
+        Seen::Known(sweeps) if !sweeps.is_complete() => SweepFinding::Unreadable(format!(
             "the sweep runs of {branch} could not all be listed ({})",
             sweeps.gap.clone().unwrap_or_default()
         )),
@@ -135,6 +137,68 @@ pub(super) fn maintainer_sweep(
                     "sweep run {id} on {branch} was started by {login} after {since_what}: a maintainer is acting"
                 ))
             }),
+    }
+}
+
+/// What the guards of contract §12 say about an after-care pull request, read just before
+/// klaud acts on it.
+pub(super) enum AftercareGuards {
+    /// Every guard holds.
+    Hold,
+    /// Someone else acts on it (a commit or a sweep not the bot's): after-care leaves it for
+    /// good.
+    Touched(String),
+    /// A read failed or disagreed with the listing: left as it is this pass.
+    Unsure(String),
+    /// A detail has not been read yet.
+    Waiting(String),
+}
+
+/// The commits guard of an after-care pull request: every commit the bot's, its head above all.
+/// A head or a history that is not provably the bot's is a touch; a failed read, or a listing
+/// that does not end at the head, is only unsure.
+pub(super) fn aftercare_commits(facts: &Facts<'_>, pull: &PullRequestFact) -> AftercareGuards {
+    let commits = match facts.commits(pull.number) {
+        Seen::Known(commits) => commits,
+        Seen::Failed(error) => {
+            return AftercareGuards::Unsure(format!(
+                "the commits of #{} could not be read ({error})",
+                pull.number
+            ));
+        }
+        Seen::Unread => {
+            return AftercareGuards::Waiting(format!("the commits of #{}", pull.number));
+        }
+    };
+    match commit_ownership(commits, pull.number, &pull.head_sha, &facts.policy.bot) {
+        CommitOwnership::BotOnly => AftercareGuards::Hold,
+        CommitOwnership::ForeignCommit { login } => {
+            AftercareGuards::Touched(format!("#{} has a commit by {login}", pull.number))
+        }
+        CommitOwnership::Unsettled {
+            reason,
+            remember: true,
+        } => AftercareGuards::Touched(reason),
+        CommitOwnership::Unsettled { reason, .. } => AftercareGuards::Unsure(reason),
+    }
+}
+
+/// Every guard of an after-care pull request that needs a read: its commits, then no sweep on
+/// its branch started by anyone but the bot since it was validated (`since`).
+pub(super) fn aftercare_guards(
+    facts: &Facts<'_>,
+    pull: &PullRequestFact,
+    since: DateTime<Utc>,
+) -> AftercareGuards {
+    match aftercare_commits(facts, pull) {
+        AftercareGuards::Hold => {}
+        finding => return finding,
+    }
+    match maintainer_sweep(facts, &pull.head_branch, since, "it was validated") {
+        SweepFinding::Clear => AftercareGuards::Hold,
+        SweepFinding::Maintainer(reason) => AftercareGuards::Touched(reason),
+        SweepFinding::Unreadable(reason) => AftercareGuards::Unsure(reason),
+        SweepFinding::Unread(what) => AftercareGuards::Waiting(what),
     }
 }
 

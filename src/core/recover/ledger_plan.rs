@@ -4,11 +4,13 @@
 //!
 //! 1. [`decide_first_write`], before anything changes on GitHub: take the recovery lease (free,
 //!    already ours, or left by a run seen finished — never by time), record reconciled outcomes,
-//!    remember what is kept, prune, and move parked sessions to live while the cap allows. It
+//!    remember what is kept, prune, change after-care records, move parked sessions to live
+//!    while the cap allows and start after-care sessions in the room left (contract §12). It
 //!    says which action groups are still cleared: a group whose candidate another pass or mode
 //!    changed meanwhile is dropped.
 //! 2. [`decide_second_write`], after the actions: release the claims of candidates whose cleanup
-//!    finished (the last step of contract §5), return failed resumes to parked, release the lease.
+//!    finished (the last step of contract §5), return failed resumes to parked, take back the
+//!    after-care sessions whose workflow could not be dispatched, release the lease.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +18,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::RecoveryPlan;
+use super::aftercare::ledger::{
+    self as aftercare, AftercareChange, AftercareEnding, AftercareStart,
+};
 use crate::core::dashboard::SteeringChanges;
 use crate::core::ledger::{
     AttemptEnd, Kept, KeptObject, Lease, Ledger, PassRecord, Resuming, SessionState,
@@ -89,6 +94,9 @@ pub struct OutcomeRecord {
     pub session: SessionState,
     pub outcome: Outcome,
     pub agent_ran: bool,
+    /// What recording the outcome does to its pull request's after-care record (contract §12).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aftercare: Option<AftercareEnding>,
 }
 
 fn is_live(state: &SessionState) -> bool {
@@ -142,6 +150,13 @@ pub struct LedgerPlan {
     /// What the dashboard's ticks ask, applied with the lease before any resume.
     #[serde(skip_serializing_if = "SteeringChanges::is_empty")]
     pub steering: SteeringChanges,
+    /// After-care records dropped, left for good or waiting for a maintainer (no lease needed:
+    /// each is made only while its record is what the decision saw).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aftercare: Vec<AftercareChange>,
+    /// After-care sessions to start after the resumes, in order, under the cap.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aftercare_starts: Vec<AftercareStart>,
 }
 
 impl LedgerPlan {
@@ -168,6 +183,10 @@ pub struct PassGrants {
     pub resumed: Vec<ResumeRecord>,
     /// Resumes refused, with why.
     pub refused_resumes: Vec<(String, String)>,
+    /// After-care sessions started, in order.
+    pub aftercare_started: Vec<AftercareStart>,
+    /// After-care starts refused, with why.
+    pub refused_starts: Vec<(String, String)>,
     /// Per plan group: may it be applied?
     pub groups_cleared: Vec<bool>,
     /// The dashboard's requests were applied (the lease was held).
@@ -186,8 +205,10 @@ pub struct WriteSettings {
 
 /// The first write of a pass on `ledger` as it is now: `(new ledger when changed, grants,
 /// commit message)`. In order: the lease taken when the plan needs it; with the lease, the
-/// outcomes recorded, what recovery keeps updated and old sessions pruned; parked sessions
-/// resumed while the cap allows; then which groups are still cleared.
+/// outcomes recorded (with what they do to after-care records), what recovery keeps updated and
+/// old sessions pruned; the after-care records' changes; parked sessions resumed while the cap
+/// allows, then after-care sessions started in the room left; then which groups are still
+/// cleared.
 pub fn decide_first_write(
     ledger: &Ledger,
     plan: &RecoveryPlan,
@@ -226,6 +247,11 @@ pub fn decide_first_write(
             said.push(format!("pruned {pruned} finished sessions"));
         }
     }
+    said.extend(aftercare::apply_changes(
+        &mut next,
+        &plan.ledger.aftercare,
+        settings.now,
+    ));
     let (resumed, refused_resumes) = resume_under_cap(&mut next, &plan.ledger.resumes, settings);
     said.extend(
         resumed
@@ -234,6 +260,12 @@ pub fn decide_first_write(
     );
     grants.resumed = resumed;
     grants.refused_resumes = refused_resumes;
+    said.extend(start_aftercare(
+        &mut next,
+        &plan.ledger.aftercare_starts,
+        settings,
+        &mut grants,
+    ));
     grants.groups_cleared = plan
         .groups
         .iter()
@@ -250,6 +282,36 @@ pub fn decide_first_write(
     );
     let changed = next != *ledger;
     (changed.then_some(next), grants, message)
+}
+
+/// After-care sessions started on `next` in the room under the cap the resumes left (contract
+/// §12); says what it started.
+fn start_aftercare(
+    next: &mut Ledger,
+    starts: &[AftercareStart],
+    settings: &WriteSettings,
+    grants: &mut PassGrants,
+) -> Vec<String> {
+    let live = next.live_sessions().count() as u32;
+    let (started, refused_starts) = aftercare::start_under_cap(
+        next,
+        starts,
+        settings.own_run,
+        settings.now,
+        (live, settings.max_live),
+    );
+    let said = started.iter().map(|start| {
+        format!(
+            "started a {} session of {} (#{})",
+            start.kind,
+            start.candidate,
+            start.pull_request()
+        )
+    });
+    let said = said.collect();
+    grants.aftercare_started = started;
+    grants.refused_starts = refused_starts;
+    said
 }
 
 /// Why this pass may not take the recovery lease on `ledger`, naming its holder; `None` when
@@ -308,6 +370,9 @@ fn record_outcomes<'p>(
             session.outcome = Some(record.outcome);
             session.agent_ran = record.agent_ran;
             session.finished_at = Some(now);
+            if let Some(ending) = &record.aftercare {
+                aftercare::apply_ending(next, &record.candidate, record.outcome, ending, now);
+            }
             recorded.push(record);
         }
     }
@@ -446,20 +511,27 @@ fn group_cleared(group: &ActionGroup, next: &Ledger, grants: &PassGrants) -> boo
             .resumed
             .iter()
             .any(|resume| resume.candidate == candidate),
+        LedgerExpectation::AftercareStartedByThisPass => grants
+            .aftercare_started
+            .iter()
+            .any(|start| start.candidate == candidate),
     }
 }
 
-/// The last write of a pass: claims released, failed resumes parked again, the lease released,
-/// and the pass recorded (`pass`, when it changed anything) for the dashboard.
+/// The last write of a pass: claims released, failed resumes parked again, after-care starts
+/// whose workflow could not be dispatched taken back (their session and claim removed, the
+/// record's count restored), the lease released, and the pass recorded (`pass`, when it changed
+/// anything) for the dashboard.
 pub fn decide_second_write(
     ledger: &Ledger,
     own_run: u64,
     releases: &[ClaimRelease],
-    failed_resumes: &[ResumeRecord],
+    failed: (&[ResumeRecord], &[AftercareStart]),
     pass: Option<&PassRecord>,
 ) -> (Option<Ledger>, String) {
+    let (failed_resumes, failed_starts) = failed;
     let mut next = ledger.clone();
-    let mut said = Vec::new();
+    let mut said = aftercare::take_back(&mut next, failed_starts, own_run);
     if let Some(pass) = pass {
         next.record_pass(pass.clone());
     }

@@ -15,10 +15,14 @@
 //! - `candidates.rs`: per candidate, the verdict; `reconcile.rs`: the reconciled outcome;
 //! - `guards.rs`: the §5 guards, in one place; `cleanup.rs`: the cleanup per outcome;
 //! - `resume.rs`: parked sessions started again under the cap;
+//! - `aftercare/`: after-care (contract §12): each validated pull request's record decided —
+//!   dropped, left for good, labelled, closed as superseded, or a refresh or repair session
+//!   started in the room the resumes leave — and its ledger changes;
 //! - `labels.rs`: the one status label of each klaud pull request;
 //! - `legacy.rs`: leftover candidate branches, legacy lock refs and what the ledger remembers;
 //! - `ledger_plan.rs`: the ledger changes as data, re-decided on the ledger as it is when written.
 
+pub mod aftercare;
 mod candidates;
 mod cleanup;
 mod guards;
@@ -43,6 +47,7 @@ use super::outcome::Outcome;
 use super::plan::ActionGroup;
 use super::policy::Policy;
 use super::snapshot::{DetailRequests, Listed, Read, RunState, Snapshot};
+pub use aftercare::{AftercareDecided, AftercareReport};
 pub use ledger_plan::{
     ClaimRelease, LeaseStanding, LedgerPlan, OutcomeRecord, ParkRecord, ResumeRecord,
 };
@@ -162,6 +167,8 @@ pub struct RecoveryPlan {
     pub refs: RefsReport,
     /// Parts of the pass skipped because information was missing, and why.
     pub skipped: Vec<String>,
+    /// Every after-care pull request: what was decided and why.
+    pub aftercare: Vec<AftercareReport>,
 }
 
 impl RecoveryPlan {
@@ -197,10 +204,13 @@ pub fn recover(snapshot: &Snapshot, policy: &Policy, context: &RecoveryContext) 
 }
 
 /// The whole decision, folded once from its steps. Each step is a function of the facts and of
-/// what the steps before it decided, passed explicitly: candidates are decided one by one
-/// (`candidates::decide`), parked ones resumed with the room their reconciled neighbours leave
-/// (`resume::resume_parked`), claims released after their candidates (`release_claims`), and
-/// the refs no open pull request explains examined last (`legacy::decide_refs`).
+/// what the steps before it decided, passed explicitly: after-care records are settled first
+/// (`aftercare::settle`: their pull requests' verdicts come from there), the other candidates
+/// are decided one by one (`candidates::decide`), parked ones resumed with the room their
+/// reconciled neighbours leave (`resume::resume_parked`), after-care sessions due started in the
+/// room left (`aftercare::start_due`), claims released after their candidates
+/// (`release_claims`), and the refs no open pull request explains examined last
+/// (`legacy::decide_refs`).
 fn decide(facts: &Facts<'_>) -> RecoveryPlan {
     let mut plan = PlanBuilder {
         skipped: listing_gaps(facts.snapshot),
@@ -208,9 +218,17 @@ fn decide(facts: &Facts<'_>) -> RecoveryPlan {
     };
     plan.ledger.lease = lease_standing(facts);
     let liveness = liveness::Liveness::assess(facts);
+    let settled = aftercare::settle(facts);
+    let aftercare_candidates = settled.candidates();
     for id in candidate_ids(facts) {
+        if aftercare_candidates.contains(&id) {
+            continue;
+        }
         let decision = candidates::decide(facts, &id, &liveness);
         plan.add(id, decision);
+    }
+    for decision in settled.decisions {
+        plan.add_aftercare(decision);
     }
     // Room under the cap: the live sessions this pass ends (a parked one it ends held none).
     let ending = plan
@@ -220,8 +238,19 @@ fn decide(facts: &Facts<'_>) -> RecoveryPlan {
         .filter(|record| record.session == SessionState::Live)
         .count()
         + plan.ledger.parks.len();
-    for (id, decision) in resume::resume_parked(facts, &plan.reports, ending) {
+    let resumes = resume::resume_parked(facts, &plan.reports, ending);
+    let resumed = resumes
+        .iter()
+        .filter(|(_, decision)| decision.verdict == Verdict::Resumed)
+        .count();
+    for (id, decision) in resumes {
         plan.add(id, decision);
+    }
+    let live = facts.snapshot.ledger.live_sessions().count();
+    let room = (facts.policy.max_candidates as usize)
+        .saturating_sub(live.saturating_sub(ending) + resumed);
+    for decision in aftercare::start_due(facts, settled.due, room) {
+        plan.add_aftercare(decision);
     }
     plan.ledger.claim_releases = release_claims(facts, &plan.reports, &plan.untouchable);
     let refs = legacy::decide_refs(facts, &liveness, &plan.reports, &plan.untouchable);
@@ -247,6 +276,7 @@ struct PlanBuilder {
     skipped: Vec<String>,
     /// Candidates that must not be touched (needs inspection, skipped, live).
     untouchable: BTreeSet<String>,
+    aftercare: Vec<AftercareReport>,
 }
 
 impl PlanBuilder {
@@ -283,6 +313,17 @@ impl PlanBuilder {
         );
     }
 
+    /// One after-care record's decision: its report, its record's change, its session to start
+    /// and, when after-care gives it, its candidate's verdict.
+    fn add_aftercare(&mut self, decision: aftercare::AftercareDecision) {
+        self.ledger.aftercare.extend(decision.change);
+        self.ledger.aftercare_starts.extend(decision.start);
+        if let Some(candidate) = decision.candidate {
+            self.add(decision.report.candidate.clone(), candidate);
+        }
+        self.aftercare.push(decision.report);
+    }
+
     fn build(mut self) -> RecoveryPlan {
         for release in &mut self.ledger.claim_releases {
             release.after_group = self
@@ -296,6 +337,7 @@ impl PlanBuilder {
             ledger: self.ledger,
             refs: self.refs,
             skipped: self.skipped,
+            aftercare: self.aftercare,
         }
     }
 }

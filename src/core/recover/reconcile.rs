@@ -11,6 +11,12 @@
 //! its outcome's status label, and a branch is deleted only when its outcome deletes it and the
 //! bot closed its pull request.
 //!
+//! An after-care session (contract §12) is reconciled the same way, but its cleanup never
+//! closes its pull request or deletes its branch: validated only on a head it pushed (ready
+//! again, watched at that head), any other outcome leaves the pull request open, labelled
+//! `klaud-needs-maintainer`, its record waiting for a maintainer. A propose session reconciled
+//! validated puts its pull request in after-care.
+//!
 //! Each step returns a [`Step`]: it goes on with what it found, or ends the candidate's
 //! decision with the verdict it reached (needs inspection, skipped, live).
 
@@ -32,8 +38,10 @@ use crate::core::ledger::Session;
 use crate::core::outcome::StatusLabel;
 use crate::core::outcome::{BranchOnCleanup, Outcome};
 use crate::core::plan::{
-    Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action_on,
+    Action, ActionGroup, LedgerExpectation, PullRequestCheck, status_label_action,
+    status_label_action_on,
 };
+use crate::core::recover::aftercare::ledger::AftercareEnding;
 use crate::core::recover::ledger_plan::{OutcomeRecord, ParkRecord};
 use crate::core::snapshot::PullRequestFact;
 
@@ -46,6 +54,7 @@ pub(super) fn outcome_record(session: &Session, outcome: Outcome) -> OutcomeReco
         session: session.state,
         outcome,
         agent_ran: true,
+        aftercare: None,
     }
 }
 
@@ -94,9 +103,14 @@ fn reconcile_open_pull_request(
     let parent = session.parent_run;
     let pending = session.pending_outcome;
     let number = Some(pull.number);
-    draft_at_reconcile(session, pull)?;
-    let (maintainer_commit, final_sweep_succeeded) =
+    draft_at_reconcile(facts, id, session, pull)?;
+    let (maintainer_commit, mut final_sweep_succeeded) =
         guards_hold_at_reconcile(facts, pull, ended_at)?;
+    if let Some(work) = &session.aftercare {
+        // An after-care session validates only work it pushed: its starting head was
+        // validated before the base moved or its checks failed.
+        final_sweep_succeeded &= pull.head_sha != work.head_sha;
+    }
     let (outcome, why) = match closed_issue {
         Some(issue) => (Outcome::Retired, retired_because(issue)),
         None => {
@@ -121,6 +135,7 @@ fn reconcile_open_pull_request(
         );
     }
     let mut reason = format!("its parent run {parent} ended; {outcome}: {why}");
+    let ending = aftercare_ending(session, pull, outcome, maintainer_commit.as_deref());
     let group = match maintainer_commit {
         Some(login) => {
             reason.push_str(&format!(
@@ -129,6 +144,14 @@ fn reconcile_open_pull_request(
             ));
             None
         }
+        None if session.kind.is_aftercare() => Some(aftercare_ending_group(
+            facts,
+            id,
+            pull,
+            outcome,
+            parent,
+            &mut reason,
+        )),
         None => Some(cleanup_group(
             facts,
             id,
@@ -139,10 +162,83 @@ fn reconcile_open_pull_request(
             &mut reason,
         )),
     };
-    Continue(
-        decision(number, Verdict::Reconciled, Some(outcome), reason, group)
-            .recording(outcome_record(session, outcome)),
-    )
+    let mut record = outcome_record(session, outcome);
+    record.aftercare = ending;
+    Continue(decision(number, Verdict::Reconciled, Some(outcome), reason, group).recording(record))
+}
+
+/// What recording a reconciled session's outcome does to its pull request's after-care record
+/// (contract §12): validated, it is watched at its head; an after-care session that ended
+/// otherwise leaves it waiting for a maintainer, and one whose pull request has a maintainer's
+/// commit leaves it for good.
+fn aftercare_ending(
+    session: &Session,
+    pull: &PullRequestFact,
+    outcome: Outcome,
+    maintainer_commit: Option<&str>,
+) -> Option<AftercareEnding> {
+    let pull_request = pull.number;
+    match maintainer_commit {
+        Some(login) if session.kind.is_aftercare() => Some(AftercareEnding::Left {
+            pull_request,
+            reason: format!("#{pull_request} has a commit by {login}"),
+        }),
+        Some(_) => None,
+        None if outcome == Outcome::Validated => Some(AftercareEnding::Validated {
+            pull_request,
+            head: pull.head_sha.clone(),
+            family: session.family.clone(),
+        }),
+        None if session.kind.is_aftercare() => Some(AftercareEnding::Ended { pull_request }),
+        None => None,
+    }
+}
+
+/// The cleanup of an after-care session (contract §12), which never closes its pull request or
+/// deletes its branch: validated, `klaud-finished` and ready again; any other outcome leaves it
+/// open as it is (a draft once the session redrafted it) with `klaud-needs-maintainer`.
+fn aftercare_ending_group(
+    facts: &Facts<'_>,
+    id: &str,
+    pull: &PullRequestFact,
+    outcome: Outcome,
+    parent_run: u64,
+    reason: &mut String,
+) -> ActionGroup {
+    let policy = facts.policy;
+    let validated = outcome == Outcome::Validated;
+    let label = match validated {
+        true => StatusLabel::Finished,
+        false => StatusLabel::NeedsMaintainer,
+    };
+    let mut actions: Vec<Action> = status_label_action(policy, pull, Some(label))
+        .into_iter()
+        .collect();
+    if validated && pull.draft {
+        actions.push(Action::MarkReady {
+            pull_request: pull.number,
+            node_id: pull.node_id.clone(),
+        });
+    }
+    if !validated {
+        reason.push_str("; after-care: left open with its branch, waiting for a maintainer");
+    }
+    ActionGroup {
+        subject: id.to_string(),
+        candidate: Some(id.to_string()),
+        pull_request_check: Some(PullRequestCheck {
+            number: pull.number,
+            head_sha: Some(pull.head_sha.clone()),
+            author: policy.bot.clone(),
+            draft: Some(pull.draft),
+            handoff_label: policy.handoff_label.clone(),
+            open: true,
+        }),
+        destructive: false,
+        ledger_expectation: LedgerExpectation::FinishedByThisPass { parent_run },
+        independent: false,
+        actions,
+    }
 }
 
 /// The jobs a session took, when `session` adopted at least one and it may take another (a
@@ -153,28 +249,37 @@ fn jobs_left(facts: &Facts<'_>, session: &Session) -> Option<usize> {
 }
 
 /// A ready pull request of a reconciled session: reconciled as validated when the session
-/// reported validated (it marked it ready before its parent ended), else it needs inspection.
-fn draft_at_reconcile(session: &Session, pull: &PullRequestFact) -> Step<()> {
+/// reported validated (it marked it ready before its parent ended), else it needs inspection —
+/// unless the session is an after-care one, whose validated record explains a ready pull
+/// request its job never redrafted (it goes on to be reconciled).
+fn draft_at_reconcile(
+    facts: &Facts<'_>,
+    id: &str,
+    session: &Session,
+    pull: &PullRequestFact,
+) -> Step<()> {
     let parent = session.parent_run;
     let number = Some(pull.number);
     let validated = session.pending_outcome == Some(Outcome::Validated);
     match ready_pull_request(pull, validated) {
         Some(ReadyPullRequest::Validated) => {
-            let reason = format!(
+            let mut reason = format!(
                 "its parent run {parent} ended after it reported validated; #{} stays ready",
                 pull.number
             );
+            let outcome = Outcome::Validated;
+            let group = session
+                .kind
+                .is_aftercare()
+                .then(|| aftercare_ending_group(facts, id, pull, outcome, parent, &mut reason));
+            let mut record = outcome_record(session, outcome);
+            record.aftercare = aftercare_ending(session, pull, outcome, None);
             Break(
-                decision(
-                    number,
-                    Verdict::Reconciled,
-                    Some(Outcome::Validated),
-                    reason,
-                    None,
-                )
-                .recording(outcome_record(session, Outcome::Validated)),
+                decision(number, Verdict::Reconciled, Some(outcome), reason, group)
+                    .recording(record),
             )
         }
+        Some(ReadyPullRequest::Unexplained(_)) if session.kind.is_aftercare() => Continue(()),
         Some(ReadyPullRequest::Unexplained(reason)) => Break(decision(
             number,
             Verdict::NeedsInspection,
@@ -263,7 +368,8 @@ fn reconcile_without_open_pull_request(
     let (label, pull_request_check) =
         closed_pull_request_label_checked(facts, number, outcome).unzip();
     let mut actions: Vec<Action> = label.into_iter().collect();
-    if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted {
+    // After-care never deletes a branch but when superseding (contract §12).
+    if outcome.branch_on_cleanup() == BranchOnCleanup::Deleted && !session.kind.is_aftercare() {
         let (branch_actions, branch_kept) =
             branch_after_close(facts, id, number, ending.closed_by_bot, ended_at, liveness)?;
         actions.extend(branch_actions);
@@ -424,7 +530,7 @@ fn branch_after_close(
     let branch = facts.policy.candidate_branch(id);
     match maintainer_sweep(facts, &branch, ended_at, "its parent ended") {
         SweepFinding::Clear => {}
-        SweepFinding::Maintainer(finding) => {
+        SweepFinding::Maintainer(finding) | SweepFinding::Unreadable(finding) => {
             return Break(decision(
                 number,
                 Verdict::NeedsInspection,

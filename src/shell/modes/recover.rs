@@ -1,6 +1,8 @@
 //! `recover` (contract §3.4, §4, §5): reconcile sessions whose parent run ended, sweep abandoned
 //! work without touching anything a maintainer touched, keep one status label per klaud pull
-//! request, release claims, delete legacy lock refs and resume parked sessions under the cap.
+//! request, release claims, delete legacy lock refs, resume parked sessions under the cap and
+//! look after validated pull requests (contract §12: after-care sessions started in the room
+//! left, superseded pull requests closed).
 //!
 //! gather the snapshot (`shell::gather`) → `core::recover` decides → the plan is printed →
 //! `recover/apply.rs` writes the ledger around the one executor (`shell::execute`; a dry run
@@ -21,7 +23,7 @@ use crate::adapters::ledger_store::LedgerStore;
 use crate::core::plan::Action;
 use crate::core::policy::Policy;
 use crate::core::recover::ledger_plan::WriteSettings;
-use crate::core::recover::{RecoveryContext, RecoveryPlan, Verdict, recover};
+use crate::core::recover::{AftercareDecided, RecoveryContext, RecoveryPlan, Verdict, recover};
 use crate::core::status::{StatusFacts, status_report};
 use crate::shell::cli::RecoverArgs;
 use crate::shell::dashboard::{DashboardReport, klaud_pull_requests, write_dashboard};
@@ -55,6 +57,8 @@ pub struct RecoverOutputs {
     pub resumed: Vec<String>,
     /// Legacy lock refs and leftover candidate branches this pass deleted.
     pub refs_deleted: usize,
+    /// After-care sessions (refresh or repair) this pass started on validated pull requests.
+    pub aftercare_started: usize,
     /// JSON object: the GitHub requests of this pass (`reads`, `writes`, `retries`, `waited-ms`)
     /// and its budgets (`max-operations`, `max-reads`).
     pub requests: RequestReport,
@@ -255,6 +259,7 @@ pub async fn run(context: &StepContext, arguments: &RecoverArgs) -> Result<(), S
         needs_inspection: report.candidates_with(Verdict::NeedsInspection),
         resumed: report.applied.resumed.clone(),
         refs_deleted: report.refs_deleted(),
+        aftercare_started: report.applied.aftercare_started.len(),
         requests: report.requests,
     };
     reporter
@@ -289,6 +294,20 @@ fn print_plan(reporter: &Reporter, plan: &RecoveryPlan) {
             for (step, action) in group.actions.iter().enumerate() {
                 reporter.info(&format!("  {}. {action}", step + 1));
             }
+        }
+    }
+    for aftercare in &plan.aftercare {
+        let line = format!(
+            "after-care #{} ({}): {} — {}",
+            aftercare.pull_request,
+            aftercare.candidate,
+            aftercare_decided_name(aftercare.decided),
+            aftercare.reason
+        );
+        match aftercare.decided {
+            // Said once: the pass that leaves it for good.
+            AftercareDecided::Left => reporter.warning(&line),
+            _ => reporter.info(&line),
         }
     }
     let refs = &plan.refs;
@@ -350,6 +369,11 @@ fn print_results(reporter: &Reporter, applied: &ApplyReport) {
     for (candidate, why) in &applied.refused_resumes {
         reporter.info(&format!("{candidate}: not resumed — {why}"));
     }
+    for (candidate, why) in &applied.refused_starts {
+        reporter.info(&format!(
+            "{candidate}: no after-care session started — {why}"
+        ));
+    }
     if applied.budget_reached {
         reporter.warning(
             "the write budget (max-operations) of this pass is used: the next pass continues",
@@ -359,6 +383,46 @@ fn print_results(reporter: &Reporter, applied: &ApplyReport) {
         reporter.warning(&rest_fallback_note(reason));
     }
     reporter.end_group();
+}
+
+/// The decision's one spelling (its serde name).
+fn aftercare_decided_name(decided: AftercareDecided) -> String {
+    serde_json::to_value(decided)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The after-care pull requests as a Markdown table, when there are any.
+fn aftercare_section(report: &PassReport) -> String {
+    let plan = &report.plan;
+    if plan.aftercare.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = plan
+        .aftercare
+        .iter()
+        .map(|aftercare| {
+            vec![
+                format!("#{}", aftercare.pull_request),
+                aftercare.candidate.clone(),
+                aftercare_decided_name(aftercare.decided),
+                aftercare.reason.clone(),
+            ]
+        })
+        .collect();
+    let mut text = format!(
+        "\n#### After-care: {} started\n\n",
+        report.applied.aftercare_started.len()
+    );
+    text.push_str(&markdown_table(
+        &["pull request", "candidate", "decided", "why"],
+        &rows,
+    ));
+    for (candidate, why) in &report.applied.refused_starts {
+        let _ = writeln!(text, "- {candidate}: no after-care session started — {why}");
+    }
+    text
 }
 
 fn result_text(result: &ActionResult) -> String {
@@ -477,6 +541,7 @@ fn summary(report: &PassReport, dry_run: bool) -> String {
         ));
         text.push('\n');
     }
+    text.push_str(&aftercare_section(report));
     let refs = &plan.refs;
     let _ = writeln!(
         text,

@@ -233,7 +233,13 @@ fn claims_are_released_after_cleanup_but_not_while_the_parent_runs() {
         2,
         "claims are released by the last write"
     );
-    let (last, _) = decide_second_write(&written, OWN_RUN, &plan.ledger.claim_releases, &[], None);
+    let (last, _) = decide_second_write(
+        &written,
+        OWN_RUN,
+        &plan.ledger.claim_releases,
+        (&[], &[]),
+        None,
+    );
     let last = last.unwrap();
     assert_eq!(last.claims.len(), 1);
     assert_eq!(last.recovery_lease, None);
@@ -413,7 +419,13 @@ fn a_ledger_written_by_both_writes_is_consistent() {
     let session = &first.sessions[0];
     assert_eq!(session.state, SessionState::Finished);
     assert_eq!(session.outcome, Some(Outcome::NoOutcome));
-    let (last, _) = decide_second_write(&first, OWN_RUN, &plan.ledger.claim_releases, &[], None);
+    let (last, _) = decide_second_write(
+        &first,
+        OWN_RUN,
+        &plan.ledger.claim_releases,
+        (&[], &[]),
+        None,
+    );
     let last = last.unwrap();
     assert!(last.claims.is_empty() && last.recovery_lease.is_none());
     let round_trip = Ledger::from_json(&last.to_json()).unwrap();

@@ -2,6 +2,7 @@
 //! reconciled outcomes and labels here; claims, the lease, legacy refs, resuming under the cap
 //! and the ledger decisions re-run on a ledger another pass changed in `ledger_and_refs.rs`.
 
+mod aftercare;
 mod issues;
 mod ledger_and_refs;
 mod properties;

@@ -6,7 +6,8 @@
 //! 2. The cleared groups go to the executor, which re-checks each target just before it changes
 //!    and keeps writes for the last ledger write.
 //! 3. The last ledger write releases the claims of candidates whose cleanup completed, parks
-//!    again sessions whose run could not be started, and releases the lease.
+//!    again sessions whose run could not be started, takes back the after-care sessions whose
+//!    run could not be started (session, claim and count), and releases the lease.
 //!
 //! A dry run goes through the same steps with a connection that records its writes.
 
@@ -16,6 +17,7 @@ use crate::adapters::ledger_store::{LedgerDecision, LedgerError, LedgerStore, Lo
 use crate::core::ledger::{Ledger, PassRecord};
 use crate::core::plan::{Action, ActionGroup, LedgerExpectation};
 use crate::core::recover::RecoveryPlan;
+use crate::core::recover::aftercare::ledger::AftercareStart;
 use crate::core::recover::ledger_plan::{
     PassGrants, ResumeRecord, WriteSettings, decide_first_write, decide_second_write,
 };
@@ -49,6 +51,11 @@ pub struct ApplyReport {
     pub groups: Vec<GroupRecord>,
     pub resumed: Vec<String>,
     pub refused_resumes: Vec<(String, String)>,
+    /// Candidates whose after-care session this pass started (its workflow dispatched).
+    pub aftercare_started: Vec<String>,
+    /// After-care starts refused, or taken back because their workflow could not be
+    /// dispatched, with why.
+    pub refused_starts: Vec<(String, String)>,
     pub claims_released: Vec<String>,
     /// The write budget stopped the pass before the end of the plan.
     pub budget_reached: bool,
@@ -128,18 +135,25 @@ pub async fn apply_plan(
     report.budget_reached = execution.budget_reached;
     report.ref_deletions = execution.ref_deletions;
 
+    let dispatched = |candidate: &str| {
+        report.groups.iter().any(|group| {
+            group.candidate.as_deref() == Some(candidate)
+                && group.actions.iter().any(|record| {
+                    matches!(record.action, Action::DispatchCandidate { .. })
+                        && record.result.is_done()
+                })
+        })
+    };
     let failed_resumes: Vec<ResumeRecord> = grants
         .resumed
         .iter()
-        .filter(|resume| {
-            !report.groups.iter().any(|group| {
-                group.candidate.as_deref() == Some(resume.candidate.as_str())
-                    && group.actions.iter().any(|record| {
-                        matches!(record.action, Action::DispatchCandidate { .. })
-                            && record.result.is_done()
-                    })
-            })
-        })
+        .filter(|resume| !dispatched(&resume.candidate))
+        .cloned()
+        .collect();
+    let failed_starts: Vec<AftercareStart> = grants
+        .aftercare_started
+        .iter()
+        .filter(|start| !dispatched(&start.candidate))
         .cloned()
         .collect();
     let releases: Vec<_> = if grants.lease_held {
@@ -159,7 +173,7 @@ pub async fn apply_plan(
     } else {
         Vec::new()
     };
-    if grants.lease_held || !failed_resumes.is_empty() {
+    if grants.lease_held || !failed_resumes.is_empty() || !failed_starts.is_empty() {
         let own_run = settings.write.own_run;
         let pass = grants
             .lease_held
@@ -174,7 +188,7 @@ pub async fn apply_plan(
                     ledger,
                     own_run,
                     &releases,
-                    &failed_resumes,
+                    (&failed_resumes, &failed_starts),
                     pass.as_ref(),
                 ) {
                     (Some(next), message) => LedgerDecision::Write {
@@ -217,6 +231,19 @@ pub async fn apply_plan(
                 "its workflow could not be dispatched: parked again".into(),
             ));
         }
+        report
+            .aftercare_started
+            .retain(|candidate| !failed_starts.iter().any(|s| &s.candidate == candidate));
+        for start in &failed_starts {
+            report.refused_starts.push((
+                start.candidate.clone(),
+                format!(
+                    "its workflow could not be dispatched: the {} session of #{} is taken back",
+                    start.kind,
+                    start.pull_request()
+                ),
+            ));
+        }
     }
     Ok(report)
 }
@@ -242,6 +269,12 @@ fn pass_record(
     if !report.resumed.is_empty() {
         said.push(format!("{} resumed", report.resumed.len()));
     }
+    if !report.aftercare_started.is_empty() {
+        said.push(format!(
+            "{} after-care sessions started",
+            report.aftercare_started.len()
+        ));
+    }
     if report.steering_applied {
         said.push("the dashboard's requests applied".to_string());
     }
@@ -266,6 +299,12 @@ fn note_grants(report: &mut ApplyReport, grants: &PassGrants) {
         .map(|resume| resume.candidate.clone())
         .collect();
     report.refused_resumes = grants.refused_resumes.clone();
+    report.aftercare_started = grants
+        .aftercare_started
+        .iter()
+        .map(|start| start.candidate.clone())
+        .collect();
+    report.refused_starts = grants.refused_starts.clone();
     report.steering_applied = grants.steering_applied;
 }
 
@@ -285,6 +324,9 @@ fn refusal(group: &ActionGroup, grants: &PassGrants) -> String {
             "the ledger no longer has its live session of parent run {parent_run}: decided again next pass"
         ),
         LedgerExpectation::ResumedByThisPass => "not resumed: see the ledger".into(),
+        LedgerExpectation::AftercareStartedByThisPass => {
+            "its after-care session was not started: see the ledger".into()
+        }
         LedgerExpectation::Nothing => "not cleared".into(),
     }
 }
