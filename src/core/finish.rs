@@ -20,7 +20,7 @@ use super::execution::AgentRecord;
 use super::finish_issue::{IssueFact, closed_without_merge};
 use super::ledger::{AttemptEnd, JobRef, Ledger, Session, SessionState};
 use super::outcome::{BranchOnCleanup, Outcome, StatusLabel};
-use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
+use super::ownership::{CommitOwnership, commit_ownership, foreign_sweep_since};
 use super::plan::{
     Action, ActionGroup, LedgerExpectation, MarkedComment, PullRequestCheck, status_label_action,
 };
@@ -428,10 +428,8 @@ fn maintainers_sweep(
     session: &Session,
     policy: &Policy,
 ) -> Option<String> {
-    let run = runs.iter().find(|run| {
-        policy.is_sweep(&run.workflow)
-            && run.created_at > session.started_at
-            && started_by_someone_else(run, &policy.bot).is_some()
+    let (run, _) = foreign_sweep_since(runs, session.started_at, &policy.bot, |workflow| {
+        policy.is_sweep(workflow)
     })?;
     Some(format!(
         "sweep run {} on {} was started by a maintainer after the session began",

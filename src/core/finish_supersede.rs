@@ -16,7 +16,7 @@ use super::aftercare::{AftercareRecord, AftercareState, SessionKind, supersede_g
 use super::finish::{Cleanup, FinishPlan, FinishRequest, record};
 use super::ledger::{Ledger, SessionState};
 use super::outcome::Outcome;
-use super::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
+use super::ownership::{CommitOwnership, commit_ownership, foreign_sweep_since};
 use super::plan::{ActionGroup, LedgerExpectation};
 use super::policy::Policy;
 use super::snapshot::{CommitsFact, Listed, PullRequestFact, Read, RunFact};
@@ -228,16 +228,16 @@ fn maintainers_sweep(
             });
         }
     };
-    match sweeps
-        .items
-        .iter()
-        .filter(|run| policy.is_sweep(&run.workflow) && run.created_at > record.validated_at)
-        .find_map(|run| started_by_someone_else(run, &policy.bot).map(|login| (run.id, login)))
-    {
-        Some((id, login)) => Err(SupersedeVerdict::Left {
+    match foreign_sweep_since(
+        &sweeps.items,
+        record.validated_at,
+        &policy.bot,
+        |workflow| policy.is_sweep(workflow),
+    ) {
+        Some((run, login)) => Err(SupersedeVerdict::Left {
             reason: format!(
-                "sweep run {id} on {branch} was started by {login} after #{} was validated: a maintainer is acting",
-                pull.number
+                "sweep run {} on {branch} was started by {login} after #{} was validated: a maintainer is acting",
+                run.id, pull.number
             ),
         }),
         None => Ok(()),

@@ -4,6 +4,8 @@
 //! head is a maintainer's touch. A closed pull request's branch rests on who closed it: only
 //! the bot's own close lets its branch go.
 
+use chrono::{DateTime, Utc};
+
 use super::snapshot::{CommitsFact, IssueFact, RunFact};
 
 /// What a pull request's commits say about who owns it.
@@ -86,6 +88,20 @@ pub fn started_by_someone_else(run: &RunFact, bot: &str) -> Option<String> {
         (_, Some(triggering)) if triggering != bot => Some(triggering.clone()),
         _ => None,
     }
+}
+
+/// The first sweep run of `runs` created after `since` that someone other than the bot started
+/// (contract §5: a maintainer is acting), with who: the one reading `recover`'s guards, `finish`
+/// and its supersede share. Runs of other workflows than `is_sweep` accepts do not count.
+pub fn foreign_sweep_since<'a>(
+    runs: impl IntoIterator<Item = &'a RunFact>,
+    since: DateTime<Utc>,
+    bot: &str,
+    is_sweep: impl Fn(&str) -> bool,
+) -> Option<(&'a RunFact, String)> {
+    runs.into_iter()
+        .filter(|run| is_sweep(&run.workflow) && run.created_at > since)
+        .find_map(|run| started_by_someone_else(run, bot).map(|login| (run, login)))
 }
 
 /// Whether the branch of pull request `issue` may be deleted on the strength of its close, as

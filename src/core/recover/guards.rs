@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Facts, Seen};
-use crate::core::ownership::{CommitOwnership, commit_ownership, started_by_someone_else};
+use crate::core::ownership::{CommitOwnership, commit_ownership, foreign_sweep_since};
 use crate::core::plan::Action;
 use crate::core::snapshot::PullRequestFact;
 
@@ -127,16 +127,15 @@ pub(super) fn maintainer_sweep(
             "the sweep runs of {branch} could not all be listed ({})",
             sweeps.gap.clone().unwrap_or_default()
         )),
-        Seen::Known(sweeps) => sweeps
-            .items
-            .iter()
-            .filter(|run| run.created_at > since)
-            .find_map(|run| started_by_someone_else(run, &bot).map(|login| (run.id, login)))
-            .map_or(SweepFinding::Clear, |(id, login)| {
-                SweepFinding::Maintainer(format!(
-                    "sweep run {id} on {branch} was started by {login} after {since_what}: a maintainer is acting"
-                ))
-            }),
+        Seen::Known(sweeps) => foreign_sweep_since(&sweeps.items, since, &bot, |workflow| {
+            facts.policy.is_sweep(workflow)
+        })
+        .map_or(SweepFinding::Clear, |(run, login)| {
+            SweepFinding::Maintainer(format!(
+                "sweep run {} on {branch} was started by {login} after {since_what}: a maintainer is acting",
+                run.id
+            ))
+        }),
     }
 }
 

@@ -196,7 +196,8 @@ fn aftercare_ending(
 
 /// The cleanup of an after-care session (contract §12), which never closes its pull request or
 /// deletes its branch: validated, `klaud-finished` and ready again; any other outcome leaves it
-/// open as it is (a draft once the session redrafted it) with `klaud-needs-maintainer`.
+/// open as a draft (redrafted when its job ended before `session` did) with
+/// `klaud-needs-maintainer`, as `finish` would.
 fn aftercare_ending_group(
     facts: &Facts<'_>,
     id: &str,
@@ -220,8 +221,16 @@ fn aftercare_ending_group(
             node_id: pull.node_id.clone(),
         });
     }
+    if !validated && !pull.draft {
+        actions.push(Action::ConvertToDraft {
+            pull_request: pull.number,
+            node_id: pull.node_id.clone(),
+        });
+    }
     if !validated {
-        reason.push_str("; after-care: left open with its branch, waiting for a maintainer");
+        reason.push_str(
+            "; after-care: left open as a draft with its branch, waiting for a maintainer",
+        );
     }
     ActionGroup {
         subject: id.to_string(),

@@ -642,6 +642,25 @@ fn an_after_care_session_whose_job_died_leaves_its_pull_request_open_waiting_for
 }
 
 #[test]
+fn an_after_care_session_whose_job_died_before_session_redrafted_it_leaves_a_draft() {
+    let mut world = died_after_care_session(1);
+    world.pull(NUMBER).draft = false;
+    world.pull(NUMBER).labels = vec!["klaud-finished".into()];
+
+    let plan = world.plan();
+
+    assert_eq!(report(&plan, "a").outcome, Some(Outcome::NoOutcome));
+    assert_eq!(
+        actions(&plan, "a"),
+        [
+            "set status label klaud-needs-maintainer on #7",
+            "convert #7 to a draft"
+        ],
+        "a draft waiting for a maintainer, never closed"
+    );
+}
+
+#[test]
 fn an_after_care_session_with_jobs_left_is_parked_and_one_validated_on_its_new_head_is_watched_again()
  {
     let world = died_after_care_session(3);
