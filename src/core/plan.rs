@@ -328,6 +328,28 @@ impl PullRequestCheck {
             open: true,
         }
     }
+
+    /// The bot's open pull request `pull` exactly as examined, draft or ready as it was: still
+    /// open, in that state, by the bot, at the same head and not handed off.
+    pub fn examined(policy: &Policy, pull: &PullRequestFact) -> Self {
+        PullRequestCheck {
+            draft: Some(pull.draft),
+            ..PullRequestCheck::examined_draft(policy, pull)
+        }
+    }
+
+    /// The bot's open pull request `number` at any head, draft or ready, not handed off (a
+    /// live session's agent may still push).
+    pub fn open_by_the_bot(policy: &Policy, number: u64) -> Self {
+        PullRequestCheck {
+            number,
+            head_sha: None,
+            author: policy.bot.clone(),
+            draft: None,
+            handoff_label: policy.handoff_label.clone(),
+            open: true,
+        }
+    }
 }
 
 /// What the ledger must still say about the group's candidate when the pass writes it, or the

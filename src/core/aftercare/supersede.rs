@@ -77,14 +77,7 @@ pub fn supersede_group(
     let group = ActionGroup {
         subject: candidate.clone().unwrap_or_else(|| format!("#{number}")),
         candidate,
-        pull_request_check: Some(PullRequestCheck {
-            number,
-            head_sha: Some(pull.head_sha.clone()),
-            author: policy.bot.clone(),
-            draft: Some(pull.draft),
-            handoff_label: policy.handoff_label.clone(),
-            open: true,
-        }),
+        pull_request_check: Some(PullRequestCheck::examined(policy, pull)),
         destructive: true,
         ledger_expectation: expectation,
         independent: false,

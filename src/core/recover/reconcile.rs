@@ -235,14 +235,7 @@ fn aftercare_ending_group(
     ActionGroup {
         subject: id.to_string(),
         candidate: Some(id.to_string()),
-        pull_request_check: Some(PullRequestCheck {
-            number: pull.number,
-            head_sha: Some(pull.head_sha.clone()),
-            author: policy.bot.clone(),
-            draft: Some(pull.draft),
-            handoff_label: policy.handoff_label.clone(),
-            open: true,
-        }),
+        pull_request_check: Some(PullRequestCheck::examined(policy, pull)),
         destructive: false,
         ledger_expectation: LedgerExpectation::FinishedByThisPass { parent_run },
         independent: false,

@@ -91,14 +91,7 @@ pub fn start_group(
     (!actions.is_empty()).then(|| ActionGroup {
         subject: session.candidate.clone(),
         candidate: Some(session.candidate.clone()),
-        pull_request_check: Some(PullRequestCheck {
-            number: pull.number,
-            head_sha: None,
-            author: policy.bot.clone(),
-            draft: None,
-            handoff_label: policy.handoff_label.clone(),
-            open: true,
-        }),
+        pull_request_check: Some(PullRequestCheck::open_by_the_bot(policy, pull.number)),
         destructive: false,
         ledger_expectation: LedgerExpectation::Nothing,
         independent: false,

@@ -183,14 +183,7 @@ pub fn log_comment_group(
     Ok(ActionGroup {
         subject: session.candidate.clone(),
         candidate: Some(session.candidate.clone()),
-        pull_request_check: Some(PullRequestCheck {
-            number: pull.number,
-            head_sha: None,
-            author: policy.bot.clone(),
-            draft: None,
-            handoff_label: policy.handoff_label.clone(),
-            open: true,
-        }),
+        pull_request_check: Some(PullRequestCheck::open_by_the_bot(policy, pull.number)),
         destructive: false,
         ledger_expectation: LedgerExpectation::Nothing,
         independent: false,

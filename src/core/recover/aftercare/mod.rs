@@ -425,14 +425,7 @@ fn close_superseded(
 
 /// The pull request as examined: open, ready, the bot's, at the same head, not handed off.
 fn examined(facts: &Facts<'_>, pull: &PullRequestFact) -> PullRequestCheck {
-    PullRequestCheck {
-        number: pull.number,
-        head_sha: Some(pull.head_sha.clone()),
-        author: facts.policy.bot.clone(),
-        draft: Some(pull.draft),
-        handoff_label: facts.policy.handoff_label.clone(),
-        open: true,
-    }
+    PullRequestCheck::examined(facts.policy, pull)
 }
 
 /// A group of a candidate's after-care actions, changing nothing destructive, dropped when a
