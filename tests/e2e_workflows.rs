@@ -5,7 +5,11 @@
 //! each job takes klaud from the workflow's own repository, as on GitHub Enterprise Server)
 //! against the fake GitHub served by the test itself (`GITHUB_API_URL` and
 //! `GITHUB_GRAPHQL_URL` point at it), and then checks the fake's final state: the ledger on
-//! `klaud/state`, pull requests, branches, labels, comments, runs and dispatches.
+//! `klaud/state`, pull requests, branches, labels, comments, runs and dispatches. Among them, a
+//! session's whole life in after-care: a validated pull request whose base moved under it gets a
+//! `refresh` from a recovery pass, the dispatched run of `klaud-candidate.yml` turns it back into
+//! a draft in progress, the agent merges the base and sweeps the new head, and `finish` makes it
+//! ready, `klaud-finished` and watched again at that head.
 //!
 //! The workflow files run unchanged from a scratch copy of the repository (see
 //! `act_support/`), klaud's steps with the test build of the binary. What they call outside
@@ -37,7 +41,9 @@
 //!   (`gh api graphql` for the bot's identity — the fake answers `viewer` —, `gh pr create`,
 //!   `gh pr list`, `gh workflow run`, `gh run list`) to the fake, and `git push` by
 //!   `fixtures/e2e-workflows/bin/e2e-push`: the fake speaks the REST API, not git's protocol, so
-//!   the agent's commit is made through the git data API with the identity git was given;
+//!   the agent's commit is made through the git data API with the identity git was given (an
+//!   after-care `refresh`'s merge of the base: one commit whose parents are the branch's head and
+//!   the base's);
 //! - where candidates come from: most tests' scratch copy is a repository of another shape that
 //!   brings its own candidates file (`.github/klaud-candidates.json`, named by the repository
 //!   variable `KLAUD_CANDIDATES_FILE`), whose baselines a stand-in producer committed there
@@ -53,7 +59,9 @@
 //!   install through action.yml is `tests/e2e_action.rs`'s.
 //!
 //! The test plays GitHub's runners too: a sweep dispatched on the fake ends with success while a
-//! workflow runs; smoke runs stay queued until someone cancels them. After each act run every
+//! workflow runs; smoke runs stay queued until someone cancels them. And GitHub's mergeability,
+//! which it recomputes after a push: a conflicting pull request whose head now holds its base's
+//! head is mergeable again. After each act run every
 //! process still carrying the run's tracking variable is killed (the CLI runs each `Bash`
 //! command in a session of its own, out of the step's process group).
 //!
@@ -96,12 +104,16 @@ use act_support::{Act, ActRun, Prebuilt, Scratch, manifest_directory};
 use agent_support::{ModelRequest, ModelServer, TRACKING_VARIABLE, agent_cli, kill_tracked};
 use chrono::Utc;
 use fake_github::clock::MINUTE;
-use fake_github::{FakeGitHubHandle, JobSpec, PullState, RepoState, RunSpec};
+use fake_github::{
+    CommitSpec, FakeGitHubHandle, JobSpec, Mergeability, PullState, RepoState, RunSpec,
+};
+use klaud::core::aftercare::{AftercareState, SessionKind};
+use klaud::core::finish::receipt_marker;
 use klaud::core::ledger::{AttemptEnd, Ledger, Session, SessionState};
 use klaud::core::outcome::Outcome;
 use recover_support::{
-    BOT, BOT_TOKEN, CANDIDATE_WORKFLOW, LABEL_LOGIN, LABEL_TOKEN, PLANNER, SMOKE, STATE_BRANCH,
-    SWEEP, World, branch, stored_ledger,
+    BOT, BOT_TOKEN, CANDIDATE_WORKFLOW, LABEL_LOGIN, LABEL_TOKEN, MAINTAINER, PLANNER, SMOKE,
+    STATE_BRANCH, SWEEP, World, branch, stored_ledger,
 };
 use serde_json::{Value, json};
 use verify_baselines_support::{
@@ -723,20 +735,9 @@ fn a_session_whose_time_runs_out_is_parked_then_resumed_and_finished() {
         "{session:?}"
     );
     let state = server.state();
-    let dispatches: Vec<_> = state
-        .dispatches
-        .iter()
-        .map(|dispatch| {
-            (
-                dispatch.workflow_path.clone(),
-                dispatch.inputs.clone(),
-                dispatch.actor.clone(),
-            )
-        })
-        .collect();
     // The agent's smoke run of attempt 1, then recovery's dispatch of the candidate workflow.
     assert_eq!(
-        dispatches,
+        dispatches_of(&state),
         vec![
             (
                 format!(".github/workflows/{SMOKE}"),
@@ -814,6 +815,200 @@ fn a_session_whose_time_runs_out_is_parked_then_resumed_and_finished() {
     );
     assert_session_log(&state, "alpha", pull.number, PARKED_NOTE);
     assert_one_receipt(&state, "alpha", pull.number, planner);
+}
+
+#[test]
+#[ignore = "end-to-end: runs act; run with --ignored"]
+fn the_reference_workflows_run_a_refresh_session_from_dispatch_to_finish() {
+    let mut world = World::new();
+    declare_candidate_input(&mut world.state);
+    // alpha's session finished validated six hours ago: its pull request is ready, labelled
+    // finished, passing its sweep on its head, and watched at that head.
+    let validating = world.finished_planner(8, &["alpha"]);
+    let commits = vec![world.bot_commit("alpha", 9)];
+    let pull = world.bot_pull("alpha", false, commits, &["klaud-finished"]);
+    let validated_head = world.state.pulls[&pull].head_sha.clone();
+    world.sweep("alpha", BOT, "completed", Some("success"), 7 * 60);
+    let family = record("alpha")["family"]
+        .as_str()
+        .expect("a family")
+        .to_string();
+    let earlier = world.session("alpha", SessionState::Finished, validating, Some(pull));
+    earlier.outcome = Some(Outcome::Validated);
+    earlier.family = family.clone();
+    world.ledger.record_validated(
+        "alpha",
+        &family,
+        pull,
+        Some(&validated_head),
+        Utc::now() - chrono::Duration::hours(6),
+    );
+    world.state.put_file(
+        STATE_BRANCH,
+        "records/alpha.json",
+        &record("alpha").to_string(),
+    );
+    let earlier_receipt = receipt_marker("alpha", validating);
+    world.state.add_comment(pull, BOT, &earlier_receipt);
+    // Then the base moved under it: a maintainer's commit on main changed the candidate's file,
+    // and GitHub computed the conflict.
+    let base = world.state.push_commits(
+        "main",
+        vec![
+            CommitSpec::by(MAINTAINER)
+                .message("configs: alpha runs engine 3")
+                .file("configs/alpha.yaml", "engine: 3\n")
+                .at(world.ago(60 * MINUTE)),
+        ],
+    );
+    world
+        .state
+        .set_mergeability(pull, Mergeability::Conflicting, false);
+    let pass = planner_run(&mut world.state, "workflow_dispatch");
+    let server = world.start();
+    let repository = ScratchRepository::new("");
+
+    // The recovery pass starts a refresh: a live session of that kind, resumed by a dispatch of
+    // the candidate workflow; the pull request stays ready, labelled in progress.
+    let event = repository.event("wake.json", json!({"inputs": {"wake": "true"}}));
+    let run = repository.act(
+        klaud_act("workflow_dispatch", PLAN, &server, pass)
+            .job("plan")
+            .flag("--eventpath", &event),
+    );
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: aftercare-started=1");
+    eprintln!(
+        "recovery pass (refresh started): act ran {:.1} s",
+        run.seconds
+    );
+    let ledger = stored_ledger(&server);
+    let refresh = refresh_of(&ledger, "alpha");
+    assert_eq!(
+        (refresh.state, refresh.parent_run),
+        (SessionState::Live, pass),
+        "{refresh:?}"
+    );
+    assert!(refresh.resuming.is_some(), "{refresh:?}");
+    let work = refresh.aftercare.as_ref().expect("the after-care work");
+    assert_eq!(
+        (work.pull_request, work.head_sha.as_str()),
+        (pull, validated_head.as_str())
+    );
+    assert_eq!(ledger.aftercare_of(pull).expect("watched").sessions_used, 1);
+    let state = server.state();
+    assert_eq!(
+        dispatches_of(&state),
+        vec![(
+            format!(".github/workflows/{CANDIDATE_WORKFLOW}"),
+            json!({"candidate": "alpha"}),
+            BOT.to_string()
+        )]
+    );
+    let started = &state.pulls[&pull];
+    assert_eq!(
+        (started.state, started.draft, started.labels.clone()),
+        (
+            PullState::Open,
+            false,
+            vec!["klaud-in-progress".to_string()]
+        )
+    );
+    let dispatched = state.dispatches[0].run_id;
+    drop(state);
+
+    // The dispatched run of klaud-candidate.yml adopts the refresh: the agent finds its pull
+    // request a draft in progress, merges the base into the branch and pushes (GitHub then finds
+    // it mergeable again: `GitHubRunners`), sweeps the new head and reports validated.
+    server.with_state(|state| state.set_run_status(dispatched, "in_progress", None));
+    let model =
+        ModelServer::start_conversations(agent::conversations(vec![("alpha", agent::refreshed())]));
+    let run = GitHubRunners::while_running(&server, || {
+        repository
+            .act(candidate_act("workflow_dispatch", &server, dispatched, &repository).model(&model))
+    });
+    run.assert_job_succeeded();
+    run.assert_log_contains("::set-output:: proceed=true");
+    assert_model_script_used(&model);
+    eprintln!("refresh session: act ran {:.1} s", run.seconds);
+
+    let requests = model.conversation_requests(&agent::candidate_key("alpha"));
+    let context = context_read(&requests);
+    assert_eq!(context["kind"], "refresh");
+    assert_eq!(context["base"], json!({"branch": "main", "sha": base}));
+    assert!(context.get("evidence").is_none(), "{context}");
+    assert_eq!(context["pull-request"]["number"], json!(pull));
+    assert_eq!(context["candidate"], record("alpha"));
+    // What the agent saw of its pull request before it pushed (0: the opening, 1: the context).
+    let seen: Value = serde_json::from_str(&requests[2].last_tool_result()).expect("JSON");
+    assert_eq!(
+        seen,
+        json!({"number": pull, "isDraft": true, "labels": ["klaud-in-progress"]}),
+        "during the session"
+    );
+
+    let state = server.state();
+    let finished = &state.pulls[&pull];
+    assert_eq!(
+        (finished.state, finished.draft, finished.labels.clone()),
+        (PullState::Open, false, vec!["klaud-finished".to_string()])
+    );
+    assert_eq!(finished.mergeability, Mergeability::Mergeable);
+    let head = finished.head_sha.clone();
+    assert_eq!(
+        state.commits[&head].parents,
+        vec![validated_head.clone(), base.clone()],
+        "the merge of the base"
+    );
+    assert_bot_commit(&state, &head);
+    assert_eq!(
+        state.branch_sha(&branch("alpha")),
+        Some(head.as_str()),
+        "the branch kept"
+    );
+    assert!(state.deleted_refs.is_empty(), "{:?}", state.deleted_refs);
+    // The earlier sweep on the validated head, and the agent's on the merge.
+    let sweeps: Vec<(String, String)> = state
+        .runs
+        .values()
+        .filter(|run| workflow_file(&state, run.workflow_id) == SWEEP)
+        .map(|run| {
+            (
+                run.head_sha.clone(),
+                run.conclusion.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sweeps,
+        vec![
+            (validated_head.clone(), "success".to_string()),
+            (head.clone(), "success".to_string())
+        ]
+    );
+    assert_one_receipt(&state, "alpha", pull, pass);
+    assert_one_receipt(&state, "alpha", pull, validating);
+
+    let ledger = stored_ledger(&server);
+    let refresh = refresh_of(&ledger, "alpha");
+    assert_eq!(
+        (refresh.state, refresh.outcome),
+        (SessionState::Finished, Some(Outcome::Validated))
+    );
+    assert_eq!(
+        attempt_ends(refresh),
+        vec![(dispatched, Some(AttemptEnd::Finished))]
+    );
+    assert!(ledger.claims.is_empty(), "claims: {:?}", ledger.claims);
+    let record = ledger.aftercare_of(pull).expect("still watched");
+    assert_eq!(
+        (
+            &record.state,
+            record.validated_head.as_deref(),
+            record.sessions_used
+        ),
+        (&AftercareState::Watched, Some(head.as_str()), 1)
+    );
 }
 
 #[test]
@@ -1350,6 +1545,32 @@ fn session_of<'a>(ledger: &'a Ledger, candidate: &str) -> &'a Session {
     sessions[0]
 }
 
+/// The candidate's one `refresh` session.
+fn refresh_of<'a>(ledger: &'a Ledger, candidate: &str) -> &'a Session {
+    let sessions: Vec<&Session> = ledger
+        .sessions
+        .iter()
+        .filter(|session| session.candidate == candidate && session.kind == SessionKind::Refresh)
+        .collect();
+    assert_eq!(sessions.len(), 1, "refreshes of {candidate}: {ledger:?}");
+    sessions[0]
+}
+
+/// `(workflow path, inputs, actor)` of every dispatch, in order.
+fn dispatches_of(state: &RepoState) -> Vec<(String, Value, String)> {
+    state
+        .dispatches
+        .iter()
+        .map(|dispatch| {
+            (
+                dispatch.workflow_path.clone(),
+                dispatch.inputs.clone(),
+                dispatch.actor.clone(),
+            )
+        })
+        .collect()
+}
+
 /// `(run, end)` of each attempt of the session.
 fn attempt_ends(session: &Session) -> Vec<(u64, Option<AttemptEnd>)> {
     session
@@ -1434,7 +1655,10 @@ fn ended_run_event(run: &fake_github::WorkflowRun) -> Value {
 }
 
 /// GitHub's runners for the sweeps dispatched on the fake: while `body` runs, every sweep run
-/// that is not completed ends with success shortly after it appears.
+/// that is not completed ends with success shortly after it appears. GitHub also recomputes a
+/// pull request's mergeability after a push (the fake keeps what it was last told): a
+/// conflicting pull request whose head now holds its base's head, the base merged in, merges
+/// cleanly again.
 struct GitHubRunners;
 
 impl GitHubRunners {
@@ -1455,6 +1679,20 @@ impl GitHubRunners {
                             .collect();
                         for id in pending {
                             state.set_run_status(id, "completed", Some("success"));
+                        }
+                        let merged: Vec<u64> = state
+                            .pulls
+                            .values()
+                            .filter(|pull| {
+                                pull.mergeability == Mergeability::Conflicting
+                                    && state
+                                        .branch_sha(&pull.base_ref)
+                                        .is_some_and(|base| state.is_ancestor(base, &pull.head_sha))
+                            })
+                            .map(|pull| pull.number)
+                            .collect();
+                        for number in merged {
+                            state.set_mergeability(number, Mergeability::Mergeable, false);
                         }
                     });
                     std::thread::sleep(Duration::from_millis(300));

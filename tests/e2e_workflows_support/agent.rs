@@ -3,7 +3,8 @@
 //! prompt would answer. Every conversation first reads the context file the prompt names (so a
 //! server serving several jobs at once tells them apart by the candidate id in it); then its
 //! script works on the candidate with real `Bash` calls — a commit pushed as the bot
-//! (`fixtures/e2e-workflows/bin/e2e-push`), the draft pull request, smoke and sweep runs
+//! (`fixtures/e2e-workflows/bin/e2e-push`; an after-care `refresh` pushes the merge of the base),
+//! the draft pull request, smoke and sweep runs
 //! (`fixtures/e2e-workflows/bin/gh` against the fake GitHub), a note through the context's
 //! `note-command`, the outcome file — and ends with the `StructuredOutput` call the outcome
 //! schema (`--json-schema`) asks for, holding what it wrote to the outcome file.
@@ -90,6 +91,31 @@ pub fn open_the_draft(candidate: &str) -> Turn {
              --body 'Tunes {candidate} as the candidate asks.'"
         ),
         "Open the draft pull request",
+    )
+}
+
+/// The session's pull request as GitHub shows it now (its number, whether it is a draft, its
+/// label names), printed.
+pub fn look_at_the_pull_request() -> Turn {
+    in_session(
+        "gh pr list --head \"$branch\" --json number,isDraft,labels \
+           --jq '.[0] | {number, isDraft, labels: [.labels[].name]}'",
+        "Look at the pull request",
+    )
+}
+
+/// An after-care `refresh`'s merge of the base (`base.branch` in the context) into the branch,
+/// its conflict on the candidate's file resolved (the base's line kept, the branch's tuning
+/// after it), pushed as the bot: one merge commit whose parents are the branch's head and the
+/// base's.
+pub fn merge_the_base() -> Turn {
+    in_session(
+        "base=\"$(jq -r .base.branch \"$ctx\")\"\n\
+         id=\"$(jq -r '.\"candidate-id\"' \"$ctx\")\"\n\
+         mkdir -p configs\n\
+         printf 'engine: 3\\ntuned: true\\n' > \"configs/$id.yaml\"\n\
+         e2e-push \"$branch\" --merge \"$base\" -m \"Merge $base into $branch\" \"configs/$id.yaml\"",
+        "Merge the base into the branch, resolve the conflict and push",
     )
 }
 
@@ -203,6 +229,19 @@ pub fn runs_out_of_time(candidate: &str, note: &str, silence: Duration) -> Vec<T
 /// wait and the outcome.
 pub fn resumed_validated() -> Vec<Turn> {
     vec![
+        start_a_run("sweep"),
+        wait_for_the_sweep(),
+        write_the_outcome("validated", "sweep"),
+        answer_the_outcome(),
+    ]
+}
+
+/// An after-care `refresh` that ends `validated`: it looks at its pull request, merges the base
+/// into the branch and pushes, then sweeps the new head, waits and reports.
+pub fn refreshed() -> Vec<Turn> {
+    vec![
+        look_at_the_pull_request(),
+        merge_the_base(),
         start_a_run("sweep"),
         wait_for_the_sweep(),
         write_the_outcome("validated", "sweep"),
