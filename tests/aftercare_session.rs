@@ -119,6 +119,10 @@ fn a_dispatched_repair_session_makes_its_pull_request_a_draft_in_progress_and_ge
     assert_eq!(context["kind"], "repair");
     assert_eq!(context["base"], json!({"branch": "main", "sha": main}));
     assert_eq!(context["pull-request"]["number"], seeded.pull);
+    assert_eq!(
+        context["pull-request"]["draft"], true,
+        "as the session left it"
+    );
     let evidence = context["evidence"].as_array().unwrap();
     assert_eq!(evidence.len(), 2);
     let first = &evidence[0];

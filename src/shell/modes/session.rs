@@ -214,6 +214,11 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         Some(pull) => start_aftercare(context, &connection, &adoption.session, pull, now).await,
         None => None,
     };
+    // `session.json` shows the pull request as the session left it: a draft once made one.
+    let pull = pull.map(|mut pull| {
+        pull.draft |= started.as_ref().is_some_and(|started| started.drafted);
+        pull
+    });
     let written = write_context(
         context,
         &candidate,
@@ -251,7 +256,8 @@ pub async fn run(context: &StepContext, arguments: &SessionArgs) -> Result<(), S
         .map_err(|error| StepError::failed(format!("cannot write step outputs: {error}")))?;
     let mut summary = adopted_summary(&candidate, &adoption, pull.as_ref(), &outputs, &cap);
     if let Some(started) = &started {
-        summary.push_str(&format!("- {}: {started}\n", adoption.session.kind));
+        let said = &started.said;
+        summary.push_str(&format!("- {}: {said}\n", adoption.session.kind));
     }
     reporter
         .write_summary(&summary)
@@ -379,6 +385,14 @@ async fn read_aftercare(
     })
 }
 
+/// What `session` did to start an after-care session on its pull request.
+struct AftercareStarted {
+    /// What was done, or why not.
+    said: String,
+    /// The pull request was made a draft.
+    drafted: bool,
+}
+
 /// Starts an after-care session on its pull request: a draft again, labelled
 /// `klaud-in-progress`, through the executor behind the re-check of the pull request. What was
 /// done, or why not; `None` for a session that is no after-care session of this pull request.
@@ -388,17 +402,20 @@ async fn start_aftercare(
     session: &Session,
     pull: &PullRequestFact,
     now: chrono::DateTime<Utc>,
-) -> Option<String> {
+) -> Option<AftercareStarted> {
     let policy = &context.policy;
     if !session.kind.is_aftercare() {
         return None;
     }
     let Some(group) = start_group(session, pull, policy) else {
-        return Some(format!(
-            "#{} is already a draft labelled {}",
-            pull.number,
-            policy.status_label(crate::core::outcome::StatusLabel::InProgress)
-        ));
+        return Some(AftercareStarted {
+            said: format!(
+                "#{} is already a draft labelled {}",
+                pull.number,
+                policy.status_label(crate::core::outcome::StatusLabel::InProgress)
+            ),
+            drafted: false,
+        });
     };
     let settings = ExecuteSettings {
         bot: policy.bot.clone(),
@@ -431,7 +448,20 @@ async fn start_aftercare(
     for line in &lines {
         context.reporter.info(line);
     }
-    Some(lines.join("; "))
+    let drafted = execution
+        .groups
+        .iter()
+        .flat_map(|group| &group.actions)
+        .any(|record| {
+            matches!(
+                record.action,
+                crate::core::plan::Action::ConvertToDraft { .. }
+            ) && matches!(record.result, ActionResult::Done(_))
+        });
+    Some(AftercareStarted {
+        said: lines.join("; "),
+        drafted,
+    })
 }
 
 fn read_candidate(arguments: &SessionArgs) -> Result<String, StepError> {

@@ -9,7 +9,8 @@
 //! record left for good stays so; an open session of its candidate is decided as any session;
 //! the handoff label, an author or branch not the bot's leave it for good. A pull request waiting
 //! for a maintainer keeps `klaud-needs-maintainer`; a superseded one is closed with klaud's note
-//! and its branch deleted (`supersede_group`, behind every guard); a watched one whose head moved
+//! and its branch deleted (`supersede_group`, behind every guard); a watched draft waits unless
+//! after-care itself left it one (retry after-care hands it back); a watched one whose head moved
 //! from the validated head has its commits read (a commit not the bot's leaves it for good), then
 //! `next_for` decides: watch or wait (`klaud-finished`), sessions used up (waits for a
 //! maintainer), or a session due.
@@ -267,15 +268,16 @@ fn not_the_bots(
     None
 }
 
-/// A watched pull request: a draft waits (after-care acts on ready ones); a head that moved
-/// from the validated one has its commits read; then `next_for` on its health.
+/// A watched pull request: a draft waits (after-care acts on ready ones) unless after-care left
+/// it a draft; a head that moved from the validated one has its commits read; then `next_for`
+/// on its health.
 fn watched<'a>(
     facts: &Facts<'a>,
     record: &'a AftercareRecord,
     pull: &'a PullRequestFact,
     health: Option<&PullRequestHealth>,
 ) -> Result<AftercareDecision, Due<'a>> {
-    if pull.draft {
+    if pull.draft && !drafted_by_aftercare(record) {
         let reason = "a draft without an after-care session: left as it is until it is ready";
         return Ok(Built::reported(record, AftercareDecided::Skipped, reason).left_alone(pull));
     }
@@ -347,6 +349,16 @@ fn watched<'a>(
         | AftercareNext::Close { .. }
         | AftercareNext::Left => Ok(skipped(record, pull, reason)),
     }
+}
+
+/// Whether klaud's own after-care left the pull request a draft: its last after-care session
+/// started after its last validation and ended without `validated` (no session is open here),
+/// which leaves an open draft waiting for a maintainer (contract §12). Watched again, it was
+/// handed back by *retry after-care*, and the session granted may start on the draft.
+fn drafted_by_aftercare(record: &AftercareRecord) -> bool {
+    record
+        .last_started_at
+        .is_some_and(|started| started > record.validated_at)
 }
 
 /// What the health says in words, for the reason.

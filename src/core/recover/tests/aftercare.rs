@@ -523,6 +523,50 @@ fn a_draft_waiting_for_a_maintainer_is_never_swept() {
 }
 
 #[test]
+fn a_draft_its_failed_after_care_session_left_gets_the_session_retry_after_care_granted() {
+    let mut world = conflicting();
+    world.pull(NUMBER).draft = true;
+    world.pull(NUMBER).labels = vec!["klaud-needs-maintainer".into()];
+    world
+        .session("a", SessionState::Finished, FINISHED_PARENT, Some(NUMBER))
+        .outcome = Some(Outcome::Failed);
+    let record = world.record();
+    record.validated_at = hours_ago(30);
+    record.sessions_used = 1;
+    record.last_started_at = Some(hours_ago(8));
+    record.state = AftercareState::NeedsMaintainer {
+        since: hours_ago(7),
+        because: NeedsMaintainerBecause::Ended(Outcome::Failed),
+    };
+    assert!(world.snapshot.ledger.grant_aftercare_session(NUMBER));
+
+    let plan = world.plan();
+
+    let aftercare = aftercare_of(&plan);
+    assert_eq!(
+        aftercare.decided,
+        AftercareDecided::Started,
+        "{aftercare:?}"
+    );
+    assert_eq!(aftercare.kind, Some(SessionKind::Refresh));
+    let group = &plan.groups[report(&plan, "a").group.unwrap()];
+    assert_eq!(group.pull_request_check.as_ref().unwrap().draft, Some(true));
+
+    // A draft someone else made of a pull request validated since its last after-care session
+    // still waits until it is ready.
+    let mut world = conflicting();
+    world.pull(NUMBER).draft = true;
+    let record = world.record();
+    record.sessions_used = 1;
+    record.last_started_at = Some(hours_ago(8));
+
+    let plan = world.plan();
+
+    assert_eq!(aftercare_of(&plan).decided, AftercareDecided::Skipped);
+    assert!(plan.ledger.aftercare_starts.is_empty());
+}
+
+#[test]
 fn a_superseded_pull_request_is_closed_with_the_note_and_its_branch_deleted() {
     let mut world = World::validated(Mergeable::Mergeable, vec![passed()]);
     world.record().state = AftercareState::Superseded {
