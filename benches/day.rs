@@ -16,6 +16,15 @@
 //!   same way in the run recovery dispatched.
 //! - Every smoke and sweep run that ends: `wake` on its `workflow_run` event, and the recovery
 //!   pass it dispatches (`recover --dashboard` in the dispatched planner run).
+//! - After-care (`day/aftercare.rs`): some validated pull requests conflict with their base or
+//!   have a check fail on their head after their session ended, and an older validated pull
+//!   request of a family is superseded by a newer candidate's; each after-care session a
+//!   recovery pass starts (`aftercare-started`) is played in the candidate run it dispatched as a
+//!   resumed session is, with a sweep run on its new head when it ends `validated`.
+//!
+//! Every session's agent run costs [`AGENT_USD_PER_MINUTE`] per minute of the session, given to
+//! `finish` as the agent CLI's result (`--execution-file`), so the ledger records what the day's
+//! sessions cost, after-care's among them.
 //!
 //! The binary reads the system clock, so the day's steps run back to back on it (minutes, not a
 //! day) and each step's requests are placed in its hour of the simulated day; the fake GitHub
@@ -36,6 +45,8 @@
 #![allow(clippy::disallowed_methods)] // a benchmark spawns the binary and reads its environment
 #![allow(dead_code)] // the test support is shared with the tests
 
+#[path = "day/aftercare.rs"]
+mod aftercare;
 #[path = "../tests/discovery_support/mod.rs"]
 mod discovery_support;
 use klaud_fake_github as fake_github;
@@ -61,6 +72,7 @@ use fake_github::scenario::{
     SWEEP_WORKFLOW, ScenarioSession, SessionState,
 };
 use fake_github::{CommitSpec, FakeGitHubHandle, JobSpec, RunSpec, Timestamp};
+use klaud::core::aftercare::SessionKind;
 use steps::{Ran, Runner, Step, Token, Tokens};
 
 const SEED: u64 = 42;
@@ -72,8 +84,10 @@ const WAVE_MINUTE: u32 = 17;
 const BACKSTOP_MINUTE: u32 = 47;
 /// When the scenario's live sessions' parent runs (yesterday's last wave) end.
 const YESTERDAYS_WAVE_ENDS: u32 = 5;
-/// What the agents of the claimed sessions report, in claim order: ten validated (each with a
-/// sweep run), ten others; every session has a smoke run, so 30 runs end during the day.
+/// What the agents of the claimed sessions report, in claim order: every other one validated
+/// (each with a sweep run); every session has a smoke run. The waves claim 18 of them (the
+/// after-care sessions take the room of two), so 27 runs end during the day, and 2 more: the
+/// sweep runs of the after-care sessions that end validated.
 const OUTCOMES: [&str; 20] = [
     "validated",
     "failed",
@@ -97,18 +111,23 @@ const OUTCOMES: [&str; 20] = [
     "no-capacity",
 ];
 /// How long each claimed session runs, in claim order, in minutes: most end before the next
-/// wave; some run past it and hold their room under the cap through it.
+/// wave; some run past it and hold their room under the cap through it. None claimed by the
+/// last wave runs past the end of the day.
 const DURATIONS: [u32; 20] = [
-    150, 150, 150, 150, 300, 300, 150, 150, 150, 150, 150, 150, 300, 300, 150, 300, 300, 150, 150,
+    150, 150, 150, 150, 300, 300, 150, 150, 150, 150, 150, 150, 300, 300, 150, 300, 150, 150, 150,
     150,
 ];
 /// The sessions each wave's `select` claims with these durations and a cap of 5 (the first
-/// wave's recovery resumes the scenario's 4 parked sessions, which leaves room for one).
-const CLAIMS_PER_WAVE: [usize; 6] = [1, 5, 3, 5, 3, 3];
+/// wave's recovery resumes the scenario's 4 parked sessions, which leaves room for one; the
+/// second wave finds the first refresh session live, and the after-care sessions move the
+/// 300-minute sessions' claims to other waves).
+const CLAIMS_PER_WAVE: [usize; 6] = [1, 4, 3, 3, 5, 2];
 /// A session recovery resumed runs this long; its agent continues on its draft, starts no run
 /// and reports this.
 const RESUMED_DURATION: u32 = 120;
 const RESUMED_OUTCOME: &str = "failed";
+/// What the simulated agent's run costs per minute of its session, in US dollars.
+const AGENT_USD_PER_MINUTE: f64 = 0.02;
 const STOP_HOOK_INPUT: &str = r#"{"hook_event_name": "Stop", "stop_hook_active": false}"#;
 
 /// What happens at a minute of the day.
@@ -125,6 +144,8 @@ enum Event {
     CheckStop(usize, u32),
     Finish(usize),
     WaveEnds(usize),
+    /// A validated pull request conflicts or has a check fail (`aftercare::TROUBLES`).
+    Trouble(usize),
 }
 
 /// A session played during the day.
@@ -132,8 +153,12 @@ struct Played {
     candidate: String,
     /// The planner run that claimed it, or the candidate run recovery dispatched.
     run: u64,
-    /// The wave that claimed it; `None` for a resumed session.
+    /// The wave that claimed it; `None` for a resumed or an after-care session.
     wave: Option<usize>,
+    /// Its place in the order the waves claimed sessions; `None` when no wave claimed it.
+    claim: Option<usize>,
+    /// What the session is for: `propose`, or after-care's `refresh` or `repair`.
+    kind: SessionKind,
     outcome: &'static str,
     duration: u32,
     context_file: String,
@@ -174,6 +199,7 @@ struct Day {
     sessions: Vec<Played>,
     waves: Vec<Wave>,
     tally: Tally,
+    aftercare: aftercare::Tally,
     agent: tokio::runtime::Runtime,
 }
 
@@ -230,6 +256,7 @@ impl Day {
                 self.dashboard(minute, run);
                 self.end_run(run, "success");
             }
+            Event::Trouble(index) => self.trouble(minute, index),
         }
     }
 
@@ -287,7 +314,8 @@ impl Day {
             .with_state(|state| state.set_run_status(run, "completed", Some(conclusion)));
     }
 
-    /// `recover --dashboard` in planner run `run`; plays the sessions it resumed.
+    /// `recover --dashboard` in planner run `run`; plays the sessions it resumed and the
+    /// after-care sessions it started.
     fn recover(&mut self, minute: u32, run: u64, kind: &'static str) -> Ran {
         let ran = self.runner.run(
             minute,
@@ -311,26 +339,14 @@ impl Day {
             .unwrap_or_default();
         for candidate in resumed {
             self.tally.resumed += 1;
-            let dispatched = self.server().with_state(|state| {
-                let dispatch = state
-                    .dispatches
-                    .iter()
-                    .rev()
-                    .find(|dispatch| {
-                        dispatch.workflow_path.ends_with(CANDIDATE_WORKFLOW)
-                            && dispatch.inputs["candidate"] == candidate.as_str()
-                    })
-                    .expect("the resume's dispatch")
-                    .run_id;
-                state.set_run_status(dispatch, "in_progress", None);
-                state.add_job(dispatch, JobSpec::in_progress("Session"));
-                dispatch
-            });
+            let dispatched = self.dispatched_run(&candidate);
             let index = self.sessions.len();
             self.sessions.push(Played {
                 candidate,
                 run: dispatched,
                 wave: None,
+                claim: None,
+                kind: SessionKind::Propose,
                 outcome: RESUMED_OUTCOME,
                 duration: RESUMED_DURATION,
                 context_file: String::new(),
@@ -339,7 +355,33 @@ impl Day {
             });
             self.at(minute + 5, Event::SessionStarts(index));
         }
+        let started: usize = ran
+            .output("aftercare-started")
+            .and_then(|count| count.parse().ok())
+            .expect("the aftercare-started output");
+        let record = ran.result_file("recover.json");
+        self.play_aftercare_started(minute, &record, started);
         ran
+    }
+
+    /// The candidate run a recovery pass dispatched for `candidate`, started with its session
+    /// job.
+    fn dispatched_run(&self, candidate: &str) -> u64 {
+        self.server().with_state(|state| {
+            let dispatch = state
+                .dispatches
+                .iter()
+                .rev()
+                .find(|dispatch| {
+                    dispatch.workflow_path.ends_with(CANDIDATE_WORKFLOW)
+                        && dispatch.inputs["candidate"] == candidate
+                })
+                .expect("the dispatch of the candidate workflow")
+                .run_id;
+            state.set_run_status(dispatch, "in_progress", None);
+            state.add_job(dispatch, JobSpec::in_progress("Session"));
+            dispatch
+        })
     }
 
     fn wave(&mut self, minute: u32, wave: usize) {
@@ -488,10 +530,19 @@ impl Day {
                 )
             });
             let index = self.sessions.len();
+            let family = candidates
+                .iter()
+                .find(|record| record["id"] == candidate.as_str())
+                .and_then(|record| record["family"].as_str())
+                .expect("the claimed candidate's family")
+                .to_string();
+            self.seed_older_pull_request(claim, candidate, &family);
             self.sessions.push(Played {
                 candidate: candidate.clone(),
                 run,
                 wave: Some(wave),
+                claim: Some(claim),
+                kind: SessionKind::Propose,
                 outcome: OUTCOMES[claim],
                 duration: DURATIONS[claim],
                 context_file: String::new(),
@@ -505,15 +556,16 @@ impl Day {
     }
 
     fn session(&mut self, minute: u32, index: usize) {
-        let (candidate, run) = (
+        let (candidate, run, kind) = (
             self.sessions[index].candidate.clone(),
             self.sessions[index].run,
+            self.sessions[index].kind,
         );
         let ran = self.runner.run(
             minute,
             Step {
                 mode: "session",
-                kind: "session",
+                kind: step_kind("session", kind),
                 run_id: run,
                 tokens: Tokens::Action {
                     github: Token::Bot,
@@ -537,6 +589,10 @@ impl Day {
         let context: Value =
             serde_json::from_str(&std::fs::read_to_string(&context_file).expect("the context"))
                 .expect("a JSON context");
+        assert_eq!(context["kind"], kind.name(), "session.json's kind");
+        if kind == SessionKind::Repair {
+            self.count_evidence(&context);
+        }
         let played = &mut self.sessions[index];
         played.pull_request = context["pull-request"]["number"].as_u64();
         played.outcome_file = ran.output("outcome-file").expect("an outcome file").into();
@@ -563,6 +619,11 @@ impl Day {
     /// The agent's first work: a commit on the candidate branch, its draft pull request (unless
     /// the session already has one) and, in a session a wave claimed, a smoke run on it.
     fn agent_opens_draft(&mut self, minute: u32, index: usize) {
+        if self.sessions[index].kind.is_aftercare() {
+            self.aftercare_agent_works(index);
+            self.runner.take_agents_requests(minute);
+            return;
+        }
         let candidate = self.sessions[index].candidate.clone();
         let branch = format!("{}{candidate}", scenario::BRANCH_PREFIX);
         self.server().with_state(|state| {
@@ -636,7 +697,7 @@ impl Day {
 
     fn note(&mut self, minute: u32, index: usize, number: u32) {
         let played = &self.sessions[index];
-        let (candidate, run) = (played.candidate.clone(), played.run);
+        let (candidate, run, kind) = (played.candidate.clone(), played.run, played.kind);
         let text = self.runner.directory("note").join("note.md");
         std::fs::write(
             &text,
@@ -647,7 +708,7 @@ impl Day {
             minute,
             Step {
                 mode: "note",
-                kind: "note",
+                kind: step_kind("note", kind),
                 run_id: run,
                 tokens: Tokens::Agent,
                 arguments: vec![
@@ -673,12 +734,12 @@ impl Day {
             )
             .expect("the outcome file is written");
         }
-        let (context_file, run) = (played.context_file.clone(), played.run);
+        let (context_file, run, kind) = (played.context_file.clone(), played.run, played.kind);
         self.runner.run(
             minute,
             Step {
                 mode: "check-stop",
-                kind: "check-stop",
+                kind: step_kind("check-stop", kind),
                 run_id: run,
                 tokens: Tokens::Agent,
                 arguments: vec![OsStr::new("--context-file"), OsStr::new(&context_file)],
@@ -689,18 +750,36 @@ impl Day {
         );
     }
 
+    /// `finish` with the outcome file and the agent's result (what its run cost); schedules
+    /// its pull request's trouble, if it has one.
     fn finish(&mut self, minute: u32, index: usize) {
         let played = &self.sessions[index];
-        let (candidate, run, outcome_file) = (
+        let (candidate, run, outcome_file, kind, duration) = (
             played.candidate.clone(),
             played.run,
             played.outcome_file.clone(),
+            played.kind,
+            played.duration,
         );
-        self.runner.run(
+        let execution = self.runner.directory("agent").join("result.json");
+        std::fs::write(
+            &execution,
+            json!({
+                "type": "result",
+                "subtype": "success",
+                "is_error": false,
+                "num_turns": duration / 3,
+                "duration_ms": u64::from(duration) * 60_000,
+                "total_cost_usd": f64::from(duration) * AGENT_USD_PER_MINUTE,
+            })
+            .to_string(),
+        )
+        .expect("the agent's result is written");
+        let ran = self.runner.run(
             minute,
             Step {
                 mode: "finish",
-                kind: "finish",
+                kind: step_kind("finish", kind),
                 run_id: run,
                 tokens: Tokens::Action {
                     github: Token::Bot,
@@ -715,12 +794,20 @@ impl Day {
                     OsStr::new("success"),
                     OsStr::new("--cancel-wait"),
                     OsStr::new("0"),
+                    OsStr::new("--execution-file"),
+                    execution.as_os_str(),
                 ],
                 directory: None,
                 stdin: None,
                 event: None,
             },
         );
+        let superseded: Vec<u64> = ran
+            .output("superseded")
+            .map(|numbers| serde_json::from_str(numbers).expect("a JSON array"))
+            .unwrap_or_default();
+        self.aftercare.superseded_by_finish.extend(superseded);
+        self.schedule_trouble(minute, index);
         self.job_ends(minute, index);
     }
 
@@ -804,6 +891,20 @@ impl Day {
                 event: None,
             },
         );
+    }
+}
+
+/// How a session's step is counted: an after-care session's apart.
+fn step_kind(mode: &'static str, kind: SessionKind) -> &'static str {
+    if !kind.is_aftercare() {
+        return mode;
+    }
+    match mode {
+        "session" => "session (after-care)",
+        "note" => "note (after-care)",
+        "check-stop" => "check-stop (after-care)",
+        "finish" => "finish (after-care)",
+        other => other,
     }
 }
 
@@ -906,19 +1007,15 @@ fn day(name: &str, scenario: Scenario) {
         sessions: Vec::new(),
         waves: Vec::new(),
         tally: Tally::default(),
+        aftercare: aftercare::Tally::default(),
         agent: tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime for the agent's requests"),
     };
     day.run();
-    let claims: Vec<usize> = day.waves.iter().map(|wave| wave.claimed.len()).collect();
-    assert_eq!(
-        claims, CLAIMS_PER_WAVE,
-        "the waves claimed other numbers of sessions than the day is made of"
-    );
-    assert_eq!(day.tally.refused, 0, "a session step refused its session");
-    assert_eq!(day.tally.wakes, 30, "the day's smoke and sweep runs are 30");
+    let aftercare = day.aftercare_figures();
+    let aftercare_started: usize = day.aftercare.started.values().sum();
 
     println!(
         "\n# {name}: one day of the reference cadence (seed {SEED}, {live} live sessions at its \
@@ -938,8 +1035,9 @@ fn day(name: &str, scenario: Scenario) {
     }
     let claimed = day.sessions.iter().filter(|s| s.wave.is_some()).count();
     println!(
-        "- sessions: {claimed} claimed by select, {} resumed by recovery, {} refused by session; \
-         {} runs ended ({} wakes dispatched a recovery pass); {} hourly backstops",
+        "- sessions: {claimed} claimed by select, {} resumed by recovery, {aftercare_started} after-care \
+         sessions started by recovery, {} refused by session; {} runs ended ({} wakes dispatched \
+         a recovery pass); {} hourly backstops",
         day.tally.resumed,
         day.tally.refused,
         day.tally.wakes,
@@ -950,6 +1048,7 @@ fn day(name: &str, scenario: Scenario) {
         println!("- a wake that dispatched nothing: {message}");
     }
     let peaks = report::print(name, &day.runner.records);
+    report::aftercare(name, &day.aftercare, &aftercare, &day.runner.records);
     let workflow = peaks[&Token::Workflow];
     println!(
         "\n{name}: the workflow token's peak hour is {workflow} requests: target ≤ {} {}",
@@ -960,6 +1059,36 @@ fn day(name: &str, scenario: Scenario) {
             "not met"
         }
     );
+    // The day as it is made: checked once its figures are printed.
+    let claims: Vec<usize> = day.waves.iter().map(|wave| wave.claimed.len()).collect();
+    assert_eq!(
+        claims, CLAIMS_PER_WAVE,
+        "the waves claimed other numbers of sessions than the day is made of"
+    );
+    assert_eq!(day.tally.refused, 0, "a session step refused its session");
+    // A smoke run per claimed session, a sweep run per validated one, after-care's included.
+    let runs: usize = day
+        .sessions
+        .iter()
+        .map(|played| {
+            usize::from(played.wave.is_some()) + usize::from(played.outcome == "validated")
+        })
+        .sum();
+    assert_eq!(
+        day.tally.wakes, runs,
+        "a wake for every smoke and sweep run"
+    );
+    assert_eq!(
+        aftercare_started,
+        aftercare::TROUBLES.len(),
+        "an after-care session for every trouble"
+    );
+    assert_eq!(
+        day.aftercare.superseded_by_finish.len(),
+        1,
+        "the older pull request superseded by finish"
+    );
+    day.check_aftercare_ends();
 }
 
 fn main() {

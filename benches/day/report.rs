@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::aftercare::{Figures, Tally};
 use super::steps::{StepRecord, Token};
 
 /// The requests that make the workflow token's (and every token's) peak hour acceptable: a
@@ -12,6 +13,9 @@ pub const PEAK_HOUR_TARGET: usize = 250;
 
 /// How the agent's requests are counted apart.
 const AGENT: &str = "the simulated agent";
+
+/// How an after-care session's steps are named.
+pub const AFTERCARE_STEPS: &str = "(after-care)";
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Counts {
@@ -163,4 +167,78 @@ pub fn print(scenario: &str, records: &[StepRecord]) -> BTreeMap<Token, usize> {
         peaks.insert(token, peak);
     }
     peaks
+}
+
+/// Prints the day's after-care: the troubles, the sessions started by kind with their outcomes,
+/// their agent cost and their steps' requests beside the day's other sessions, what was
+/// superseded and what waits for a maintainer.
+pub fn aftercare(scenario: &str, tally: &Tally, figures: &Figures, records: &[StepRecord]) {
+    println!("\n## {scenario}: after-care\n");
+    for trouble in &tally.troubles {
+        println!("- {trouble}");
+    }
+    if let Some((candidate, number)) = &tally.seeded {
+        println!("- seeded: #{number} ({candidate}), an older validated pull request of a family");
+    }
+    let mut requests: BTreeMap<&str, Counts> = BTreeMap::new();
+    for record in records {
+        let group = if record.kind.ends_with(AFTERCARE_STEPS) {
+            "after-care"
+        } else if record.kind == AGENT {
+            continue;
+        } else {
+            "other"
+        };
+        for request in &record.requests {
+            requests.entry(group).or_default().add(request.write);
+        }
+    }
+    println!(
+        "\n| session kind | started by recover | sessions played | outcomes | agent cost recorded |"
+    );
+    println!("|---|---|---|---|---|");
+    for (kind, kind_figures) in &figures.kinds {
+        let outcomes: Vec<String> = kind_figures
+            .outcomes
+            .iter()
+            .map(|(outcome, count)| format!("{count} {outcome}"))
+            .collect();
+        println!(
+            "| {kind} | {} | {} | {} | ${:.2} |",
+            if kind.is_aftercare() {
+                kind_figures.started.to_string()
+            } else {
+                "-".into()
+            },
+            kind_figures.sessions,
+            outcomes.join(", "),
+            kind_figures.cost_usd
+        );
+    }
+    let aftercare = requests.get("after-care").copied().unwrap_or_default();
+    let other = requests.get("other").copied().unwrap_or_default();
+    println!(
+        "\n{scenario}: the after-care sessions' steps (session, notes, check-stops, finish) sent {} \
+         requests ({} reads, {} writes), {:.1}% of klaud's {} in the day",
+        aftercare.total(),
+        aftercare.reads,
+        aftercare.writes,
+        100.0 * aftercare.total() as f64 / (aftercare.total() + other.total()).max(1) as f64,
+        aftercare.total() + other.total()
+    );
+    println!(
+        "{scenario}: repair sessions were given {} failed job(s), {} with the end of its log",
+        tally.evidence, tally.log_tails
+    );
+    println!(
+        "{scenario}: superseded by finish: {:?}; closed as superseded by recover: {}",
+        tally.superseded_by_finish, tally.closed_by_recover
+    );
+    println!(
+        "{scenario}: waiting for a maintainer at the end of the day: {:?}; watched: {}",
+        figures.needs_maintainer, figures.watched
+    );
+    for (why, passes) in &tally.not_started {
+        println!("{scenario}: a session due and not started in {passes} pass(es): {why}");
+    }
 }
