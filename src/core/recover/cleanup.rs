@@ -51,13 +51,7 @@ pub(super) fn cleanup_group(
                 actions.push(Action::ClosePullRequest {
                     pull_request: pull.number,
                 });
-                let branch_sha = facts
-                    .snapshot
-                    .refs
-                    .items
-                    .iter()
-                    .find(|reference| reference.name == pull.head_branch)
-                    .map(|reference| reference.sha.clone());
+                let branch_sha = facts.branch_sha(&pull.head_branch).map(str::to_string);
                 match branch_sha {
                     Some(sha) if sha == pull.head_sha => actions.push(Action::DeleteBranch {
                         branch: pull.head_branch.clone(),

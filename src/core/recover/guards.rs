@@ -241,14 +241,7 @@ pub(super) fn deletable_branch(
     branch: &str,
     number: u64,
 ) -> Result<Option<Action>, BranchFinding> {
-    let Some(sha) = facts
-        .snapshot
-        .refs
-        .items
-        .iter()
-        .find(|reference| reference.name == branch)
-        .map(|reference| reference.sha.clone())
-    else {
+    let Some(sha) = facts.branch_sha(branch).map(str::to_string) else {
         return Ok(None);
     };
     let bot = facts.policy.bot.clone();

@@ -560,6 +560,16 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// Where branch `name` points, as the listing of candidate branches read it.
+    pub(crate) fn branch_sha(&self, name: &str) -> Option<&'a str> {
+        self.snapshot
+            .refs
+            .items
+            .iter()
+            .find(|reference| reference.name == name)
+            .map(|reference| reference.sha.as_str())
+    }
+
     /// The candidate id of a branch under the prefix, when it is a valid id.
     pub(crate) fn candidate_of_branch<'b>(&self, branch: &'b str) -> Option<&'b str> {
         self.policy

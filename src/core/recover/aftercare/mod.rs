@@ -391,24 +391,10 @@ fn close_superseded(
         );
         return skipped(record, pull, reason);
     }
-    match aftercare_guards(facts, pull, record.validated_at) {
-        AftercareGuards::Hold => {}
-        AftercareGuards::Touched(reason) => return left(record, pull, reason),
-        AftercareGuards::Unsure(reason) | AftercareGuards::Waiting(reason) => {
-            return skipped(
-                record,
-                pull,
-                format!("superseded by #{by}, and {reason}: left as it is"),
-            );
-        }
+    if let Some(decided) = guards_failed(facts, record, pull, &format!("superseded by #{by},")) {
+        return decided;
     }
-    let branch_sha = facts
-        .snapshot
-        .refs
-        .items
-        .iter()
-        .find(|reference| reference.name == pull.head_branch)
-        .map(|reference| reference.sha.as_str());
+    let branch_sha = facts.branch_sha(&pull.head_branch);
     let (group, kept) = supersede_group(
         facts.policy,
         pull,
@@ -528,6 +514,26 @@ fn needs_maintainer(
 }
 
 /// A guard failed: the record is left for good and nothing is written on GitHub.
+/// The §5 guards read just before a pull request is acted on (a session started, or it is
+/// closed as superseded): the decision when one failed (left for good) or could not be told
+/// (`doing` and why: left as it is this pass); `None` while they hold.
+fn guards_failed(
+    facts: &Facts<'_>,
+    record: &AftercareRecord,
+    pull: &PullRequestFact,
+    doing: &str,
+) -> Option<AftercareDecision> {
+    match aftercare_guards(facts, pull, record.validated_at) {
+        AftercareGuards::Hold => None,
+        AftercareGuards::Touched(reason) => Some(left(record, pull, reason)),
+        AftercareGuards::Unsure(reason) | AftercareGuards::Waiting(reason) => Some(skipped(
+            record,
+            pull,
+            format!("{doing} {reason}: left as it is"),
+        )),
+    }
+}
+
 fn left(record: &AftercareRecord, pull: &PullRequestFact, reason: String) -> AftercareDecision {
     let reported = format!("left for good: {reason}");
     AftercareDecision {

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use super::ledger::AftercareStart;
 use super::{
-    AftercareDecided, AftercareDecision, AftercareGuards, AftercareReport, Due, aftercare_guards,
-    examined, finished, label_group_of, left, report, skipped,
+    AftercareDecided, AftercareDecision, AftercareReport, Due, examined, finished, guards_failed,
+    label_group_of, report, skipped,
 };
 use crate::core::aftercare::{AftercareWork, FailedJob, SessionKind};
 use crate::core::cost::budget_exhausted;
@@ -85,16 +85,9 @@ fn family_held(facts: &Facts<'_>, due: &Due<'_>, started: &BTreeSet<&str>) -> Op
 /// dispatching the candidate workflow as a resume is, the pull request labelled in progress.
 fn start(facts: &Facts<'_>, due: &Due<'_>) -> AftercareDecision {
     let (record, pull) = (due.record, due.pull);
-    match aftercare_guards(facts, pull, record.validated_at) {
-        AftercareGuards::Hold => {}
-        AftercareGuards::Touched(reason) => return left(record, pull, reason),
-        AftercareGuards::Unsure(reason) | AftercareGuards::Waiting(reason) => {
-            return skipped(
-                record,
-                pull,
-                format!("a {} is due and {reason}: left as it is", due.kind),
-            );
-        }
+    if let Some(decided) = guards_failed(facts, record, pull, &format!("a {} is due and", due.kind))
+    {
+        return decided;
     }
     let git_ref = match facts.default_branch() {
         Seen::Known(branch) => branch.clone(),
