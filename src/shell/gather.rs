@@ -43,7 +43,7 @@ const READ_CONCURRENCY: usize = 8;
 /// parent run, its branch's pull requests, who closed one, its sweeps, its commits.
 const DETAIL_ROUNDS: usize = 6;
 /// GitHub lists at most this many commits of a pull request.
-pub const LISTED_COMMITS_CAP: usize = 250;
+const LISTED_COMMITS_CAP: usize = 250;
 /// Statuses of runs that have not completed, in the order a run moves through them.
 const ACTIVE_STATUSES: [RunStatus; 3] =
     [RunStatus::Queued, RunStatus::InProgress, RunStatus::Waiting];
@@ -350,12 +350,7 @@ async fn read_details(
             ..RunFilter::workflow(sweep)
         };
         reads.push(Box::pin(async move {
-            let listed = match client.workflow_runs(&filter).await {
-                Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
-                // A workflow file that does not exist has no runs.
-                Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
-                Err(error) => Err(failed_read(&error)),
-            };
+            let listed = listed_runs(client, &filter).await;
             Detail::Sweeps(branch, listed)
         }));
     }
@@ -477,20 +472,14 @@ async fn take_batch(
             }
         }
     }
-    let long: Vec<(u64, Read<CommitsFact>)> =
-        futures::stream::iter(beyond_the_batch.into_iter().map(|number| async move {
-            let commits = client
-                .pull_request_commits(number)
-                .await
-                .map(|commits| CommitsFact {
-                    complete: commits.len() < LISTED_COMMITS_CAP,
-                    commits: commits.into_iter().map(commit_fact).collect(),
-                });
-            (number, commits.map_err(|error| failed_read(&error)))
-        }))
-        .buffer_unordered(READ_CONCURRENCY)
-        .collect()
-        .await;
+    let long: Vec<(u64, Read<CommitsFact>)> = futures::stream::iter(
+        beyond_the_batch
+            .into_iter()
+            .map(|number| async move { (number, listed_commits(client, number).await) }),
+    )
+    .buffer_unordered(READ_CONCURRENCY)
+    .collect()
+    .await;
     snapshot.commits.extend(long);
     for (sha, message) in answers.commit_messages {
         snapshot
@@ -517,7 +506,28 @@ pub fn commits_fact(commits: &PullRequestCommits) -> CommitsFact {
     }
 }
 
-pub fn commit_fact(commit: Commit) -> CommitFact {
+/// A pull request's commits read by REST: complete when GitHub listed fewer than its cap.
+pub async fn listed_commits(client: &GitHubClient, number: u64) -> Read<CommitsFact> {
+    client
+        .pull_request_commits(number)
+        .await
+        .map(|commits| CommitsFact {
+            complete: commits.len() < LISTED_COMMITS_CAP,
+            commits: commits.into_iter().map(commit_fact).collect(),
+        })
+        .map_err(|error| failed_read(&error))
+}
+
+/// The runs `filter` lists, as facts; a workflow file that does not exist has no runs.
+pub async fn listed_runs(client: &GitHubClient, filter: &RunFilter) -> Read<Listed<RunFact>> {
+    match client.workflow_runs(filter).await {
+        Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
+        Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
+        Err(error) => Err(failed_read(&error)),
+    }
+}
+
+fn commit_fact(commit: Commit) -> CommitFact {
     CommitFact {
         sha: commit.sha,
         author: commit.author.map(|account| account.login),

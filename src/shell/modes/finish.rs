@@ -35,20 +35,19 @@ use crate::core::ledger::{JobRef, Session};
 use crate::core::outcome_file::parse_outcome_file;
 use crate::core::policy::Policy;
 use crate::core::session::request::issue_task;
-use crate::core::snapshot::{CommitFact, CommitsFact, Read, ReadFailure, RunFact};
+use crate::core::snapshot::{Read, ReadFailure, RunFact};
 use crate::shell::cli::FinishArgs;
 use crate::shell::error::StepError;
 use crate::shell::execute::RefDeletionPath;
-use crate::shell::gather::{describe, failed_read, pull_request_fact, run_fact};
+use crate::shell::gather::{
+    describe, failed_read, listed_commits, listed_runs, pull_request_fact, run_fact,
+};
 use crate::shell::github::{RequestReport, connect};
 use crate::shell::modes::recover::{dry_run_writes_section, rest_fallback_note};
 use crate::shell::outputs::markdown_table;
 use apply::{Applied, apply};
 use inputs::{FinishInputs, read_inputs};
 use supersede::{Superseding, supersede};
-
-/// GitHub lists at most this many commits of a pull request.
-const LISTED_COMMITS_CAP: usize = 250;
 
 /// The step outputs of `finish`.
 #[derive(Debug, Serialize)]
@@ -446,23 +445,7 @@ async fn gather(
     let Some(pull) = pull else {
         return Ok(facts);
     };
-    facts.commits = Some(
-        client
-            .pull_request_commits(pull.number)
-            .await
-            .map(|commits| CommitsFact {
-                complete: commits.len() < LISTED_COMMITS_CAP,
-                commits: commits
-                    .into_iter()
-                    .map(|commit| CommitFact {
-                        sha: commit.sha,
-                        author: commit.author.map(|account| account.login),
-                        committer: commit.committer.map(|account| account.login),
-                    })
-                    .collect(),
-            })
-            .map_err(|error| failed_read(&error)),
-    );
+    facts.commits = Some(listed_commits(client, pull.number).await);
     if !pull.open {
         facts.closed_by = Some(
             client
@@ -528,12 +511,7 @@ async fn branch_runs(
             created: Some((since, now + Duration::hours(1))),
             ..RunFilter::workflow(workflow)
         };
-        match client.workflow_runs(&filter).await {
-            Ok(listed) => runs.extend(listed.into_whole()?.iter().map(run_fact)),
-            // A workflow file that does not exist has no runs.
-            Err(error) if error.is_not_found() => {}
-            Err(error) => return Err(failed_read(&error)),
-        }
+        runs.extend(listed_runs(client, &filter).await?.into_whole()?);
     }
     Ok(runs)
 }

@@ -26,8 +26,7 @@ use crate::core::policy::Policy;
 use crate::core::snapshot::{CommitsFact, Listed, PullRequestFact, Read, ReadFailure, RunFact};
 use crate::shell::execute::{Clearance, ExecuteSettings, GroupRecord, RefDeletionPath, execute};
 use crate::shell::gather::{
-    LISTED_COMMITS_CAP, commit_fact, commits_fact, failed_read, pull_request_fact, read_whole,
-    run_fact,
+    commits_fact, failed_read, listed_commits, listed_runs, pull_request_fact, read_whole,
 };
 use crate::shell::github::GitHubConnection;
 
@@ -272,14 +271,7 @@ async fn read_facts(
         read.insert(number, entry);
     }
     for number in again {
-        let commits = client
-            .pull_request_commits(number)
-            .await
-            .map(|commits| CommitsFact {
-                complete: commits.len() < LISTED_COMMITS_CAP,
-                commits: commits.into_iter().map(commit_fact).collect(),
-            })
-            .map_err(|error| failed_read(&error));
+        let commits = listed_commits(client, number).await;
         if let Some(entry) = read.get_mut(&number) {
             entry.1 = commits;
         }
@@ -329,9 +321,5 @@ async fn sweeps_since(
         created: Some((since, now + Duration::hours(1))),
         ..RunFilter::workflow(sweep)
     };
-    match client.workflow_runs(&filter).await {
-        Ok(runs) => Ok(runs.map(|run| run_fact(&run))),
-        Err(error) if error.is_not_found() => Ok(Listed::complete(Vec::new())),
-        Err(error) => Err(failed_read(&error)),
-    }
+    listed_runs(client, &filter).await
 }
